@@ -93,21 +93,18 @@ void add_inplace(float* y, const float* x, size_t n) {
 
 void attention(const float* q, int q_stride, int Tq, const float* k, const float* v, int kv_stride, int n_heads, int hd,
                float scale, const std::function<int(int)>& visible, float* out, int out_stride) {
-  std::vector<int> vis(Tq);
   int max_vis = 0;
-  for (int i = 0; i < Tq; ++i) {
-    vis[i] = visible(i);
-    max_vis = std::max(max_vis, vis[i]);
-  }
+  for (int i = 0; i < Tq; ++i) max_vis = std::max(max_vis, visible(i));
 #pragma omp parallel if (size_t(Tq) * n_heads * max_vis > 4096)
   {
-    std::vector<float> s(std::max(max_vis, 1));
+    thread_local std::vector<float> s;
+    if (s.size() < size_t(std::max(max_vis, 1))) s.resize(std::max(max_vis, 1));
 #pragma omp for collapse(2) schedule(static)
     for (int i = 0; i < Tq; ++i)
       for (int h = 0; h < n_heads; ++h) {
         const float* qi = q + size_t(i) * q_stride + size_t(h) * hd;
         float* oi = out + size_t(i) * out_stride + size_t(h) * hd;
-        const int n = vis[i];
+        const int n = visible(i);
         float mx = -INFINITY;
         for (int j = 0; j < n; ++j) {
           const float* kj = k + size_t(j) * kv_stride + size_t(h) * hd;

@@ -11,6 +11,10 @@ WeightStore WeightStore::load(const SafeTensors& file, const TensorSpec& spec) {
   std::set<std::string> names;
   for (const auto& [n, s] : spec) names.insert(n);
   file.check_keys(names);
+  return load_subset(file, spec);
+}
+
+WeightStore WeightStore::load_subset(const SafeTensors& file, const TensorSpec& spec) {
   WeightStore ws;
   ws.origin_ = file.path();
   for (const auto& [n, s] : spec) ws.tensors_[n] = file.to_f32(n, s);

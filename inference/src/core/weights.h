@@ -17,6 +17,8 @@ class WeightStore {
   WeightStore() = default;
   // Strict load: throws cubeforge::Error naming the file and tensor on a missing/unexpected tensor or a wrong shape.
   static WeightStore load(const SafeTensors& file, const TensorSpec& spec);
+  // Loads the tensors of spec (shapes checked) without the strict key check: for files known to carry extras.
+  static WeightStore load_subset(const SafeTensors& file, const TensorSpec& spec);
 
   const float* get(const std::string& name) const;   // throws when absent
   const float* find(const std::string& name) const;  // nullptr when absent

@@ -1,0 +1,72 @@
+// Cube3D: a loaded model (tokenizer, CLIP text tower, GPT, shape tokenizer) and the prompt → tokens generation
+// on the CPU reference path. Thread-compatible: one generation at a time per instance.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "cubeforge/cancel.h"
+#include "cubeforge/generation.h"
+#include "cubeforge/model_config.h"
+
+namespace cubeforge {
+
+class ClipTokenizer;
+class ClipTextModel;
+class DualStreamGpt;
+struct GptState;
+
+struct TokenResult {
+  std::vector<int> tokens;
+  GenerationStats stats;
+};
+
+using TokenCallback = std::function<void(const TokenEvent&)>;
+
+class Cube3D {
+ public:
+  // Loads every file of `files`; throws cubeforge::Error naming the file at fault. progress(0..1, stage) is optional.
+  static std::unique_ptr<Cube3D> load(const ModelFiles& files,
+                                      const std::function<void(float, const std::string&)>& progress = {});
+  ~Cube3D();
+
+  const ModelConfig& config() const { return cfg_; }
+  const ModelFiles& files() const { return files_; }
+  bool has_tokenizer() const { return tokenizer_ != nullptr; }
+  const std::unordered_set<std::string>& known_words() const { return known_words_; }
+  std::vector<std::string> unknown_words(const std::string& prompt) const;
+
+  // Prompt → N shape tokens. on_token is called on the calling thread after every token; cancel is polled
+  // before every step (throws cubeforge::Cancelled).
+  TokenResult generate_tokens(const GenerationRequest& req, const TokenCallback& on_token = {},
+                              const CancelToken* cancel = nullptr);
+
+  // Lower level, used by the golden runner and tests.
+  // CLIP on pre-tokenized rows: ids/mask [B,77] → last_hidden [B,77,H] (text_embeds [B,P] when non-null).
+  void encode_text(const std::vector<int64_t>& ids, const std::vector<int64_t>& mask, int B, std::vector<float>& last_hidden,
+                   std::vector<float>* text_embeds = nullptr) const;
+  // cond [B, s, D] from last_hidden [B,77,H]; bbox [B,3] or empty (zeros).
+  std::vector<float> make_cond(const std::vector<float>& last_hidden, const std::vector<float>& bbox, int B) const;
+  // Token loop on a prepared cond. teacher (optional): force these ids instead of choosing (logits still reported).
+  // step_logits (optional): per step, the B rows of sliced logits followed by the guided logits.
+  std::vector<int> run_gpt(const std::vector<float>& cond, int B, float guidance, std::optional<float> top_p, uint64_t seed,
+                           AttentionMode mode, const std::vector<int>* teacher, std::vector<std::vector<float>>* step_logits,
+                           const TokenCallback& on_token, const CancelToken* cancel, GenerationStats* stats) const;
+  const DualStreamGpt& gpt() const { return *gpt_; }
+  std::vector<float> bos_embedding() const;
+
+ private:
+  Cube3D() = default;
+  ModelConfig cfg_;
+  ModelFiles files_;
+  std::unique_ptr<ClipTokenizer> tokenizer_;
+  std::unique_ptr<ClipTextModel> clip_;
+  std::unique_ptr<DualStreamGpt> gpt_;
+  std::unique_ptr<GptState> state_;
+  std::vector<float> uncond_hidden_;  // CLIP("") computed once
+  std::unordered_set<std::string> known_words_;
+};
+
+}  // namespace cubeforge

@@ -1,0 +1,70 @@
+// Public generation API: load a model (reference layout or the default model), then prompt → shape tokens
+// (streamed through a per-token callback) → mesh. Requests are validated up front with clear errors;
+// cancellation is honoured within one token step; timing statistics come back with every result.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cubeforge/cancel.h"
+#include "cubeforge/mesh.h"
+#include "cubeforge/model_config.h"
+
+namespace cubeforge {
+
+// Single-stream block attention during KV-cached decode (spec §4.4).
+enum class AttentionMode {
+  Reference,  // attends to slot 0 only, as the published pipeline does (default: outputs match the reference)
+  Causal,     // true causal attention over the prefix (what the uncached reference path computes)
+};
+const char* to_string(AttentionMode m);
+AttentionMode attention_mode_from_string(const std::string& s);
+
+// Where a model's files are. ModelFiles::from_directory() resolves the documented directory layout (README).
+struct ModelFiles {
+  std::string config;           // reference YAML config or golden JSON config
+  std::string gpt;              // shape_gpt.safetensors
+  std::string shape;            // shape_tokenizer.safetensors
+  std::string clip_dir;         // Hugging Face CLIP text directory (config.json, model.safetensors, vocab, merges)
+  std::string clip_weights;     // overrides clip_dir/model.safetensors when set
+  std::string vocab, merges;    // override clip_dir/{vocab.json,merges.txt} when set
+  std::string known_words;      // optional: words of the training captions (default model), one per line
+
+  static ModelFiles from_directory(const std::string& dir, const std::string& clip_dir_override = "");
+};
+
+struct GenerationRequest {
+  std::string prompt;
+  uint64_t seed = 0;
+  float guidance = 3.0f;                 // 0 disables classifier-free guidance
+  std::optional<float> top_p;            // nullopt: greedy (argmax); else nucleus sampling with this p in (0, 1]
+  std::optional<std::array<float, 3>> bbox;  // v0.5 models only: x, y, z sizes (raw, as the reference API)
+  bool normalize_bbox = true;            // scale so the longest side is 1.925, as the reference CLI does
+  AttentionMode attention = AttentionMode::Reference;
+};
+
+struct TokenEvent {
+  int index;          // 0-based token index
+  int id;             // shape token id
+  double elapsed_ms;  // since the start of generate()
+};
+
+struct GenerationStats {
+  double text_ms = 0;       // tokenizer + CLIP + projection
+  double prefill_ms = 0;
+  double ttft_ms = 0;       // request start → first token
+  double gpt_ms = 0;        // prefill + all decode steps
+  std::vector<double> token_ms;  // time of every token since the start
+  bool prompt_truncated = false;
+  std::vector<std::string> unknown_words;  // prompt words not in the model's known-word list (when it ships one)
+  std::string backend = "cpu";
+};
+
+// Validates a request against a model configuration; throws cubeforge::Error with a user-facing message.
+void validate_request(const GenerationRequest& req, const ModelConfig& cfg);
+
+}  // namespace cubeforge
