@@ -1,0 +1,41 @@
+// Scene documents: a human-readable JSON file (.cfscene) that references its meshes, which are stored beside it as
+// content-addressed .glb files in "<stem>_meshes/". Every file is written atomically (temporary + fsync + rename),
+// mesh files first and the scene document last, so a crash or a failed write never corrupts the saved scene.
+// Loading tolerates missing/corrupt mesh files: those entities get a placeholder block and keep their reference.
+#pragma once
+#include "scene.h"
+
+#include <cubeforge/error.h>
+
+#include <functional>
+#include <string>
+
+namespace cubeforge::editor {
+
+// Test hook: called at named points of an atomic write ("write" after the data, "rename" before the rename);
+// returning false makes that step fail as if the disk had.
+using FaultHook = std::function<bool(const std::string& stage, const std::string& path)>;
+
+// Writes bytes to path atomically. Throws cubeforge::Error; on failure the old file is untouched and no
+// temporary file is left behind.
+void atomic_write_file(const std::string& path, const std::string& bytes, const FaultHook& hook = {});
+
+struct SaveStats {
+  size_t meshes_written = 0;
+  size_t meshes_reused = 0;
+};
+
+SaveStats save_scene(const Scene& scene, const std::string& path, const FaultHook& hook = {});
+
+struct LoadReport {
+  std::vector<std::string> warnings;
+  size_t missing_meshes = 0;
+};
+
+// Throws cubeforge::Error when the document itself is unreadable; missing meshes only produce warnings.
+Scene load_scene(const std::string& path, LoadReport& report);
+
+// Content hash of a mesh (cached per shared mesh), used for mesh file names.
+uint64_t mesh_hash(const std::shared_ptr<const Mesh>& mesh);
+
+}  // namespace cubeforge::editor

@@ -1,0 +1,56 @@
+// Settings persistence.
+#include "settings.h"
+
+#include "scene_io.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace cubeforge::editor {
+namespace fs = std::filesystem;
+
+std::string config_dir() {
+  fs::path dir;
+  if (const char* c = std::getenv("CUBEFORGE_CONFIG_DIR"); c && *c) dir = c;
+  else if (const char* x = std::getenv("XDG_CONFIG_HOME"); x && *x) dir = fs::path(x) / "cubeforge";
+  else if (const char* h = std::getenv("HOME"); h && *h) dir = fs::path(h) / ".config" / "cubeforge";
+  else dir = fs::temp_directory_path() / "cubeforge";
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  return dir.string();
+}
+
+void SettingsStore::open(std::string path) {
+  path_ = std::move(path);
+  load_error_.clear();
+  data_ = nlohmann::json::object();
+  std::ifstream in(path_);
+  if (!in) return;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  try {
+    auto j = nlohmann::json::parse(ss.str());
+    if (j.is_object()) data_ = std::move(j);
+    else throw std::runtime_error("not a JSON object");
+  } catch (const std::exception& ex) {
+    load_error_ = "settings " + path_ + " unreadable (" + ex.what() + "); using defaults";
+    std::error_code ec;
+    fs::rename(path_, path_ + ".bad", ec);
+  }
+}
+
+bool SettingsStore::save() {
+  if (path_.empty()) return false;
+  try {
+    std::error_code ec;
+    fs::create_directories(fs::path(path_).parent_path(), ec);
+    atomic_write_file(path_, data_.dump(2) + "\n");
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+}  // namespace cubeforge::editor
