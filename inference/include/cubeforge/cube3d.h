@@ -18,12 +18,24 @@ class ClipTextModel;
 class DualStreamGpt;
 struct GptState;
 
+class ShapeModel;
+
 struct TokenResult {
   std::vector<int> tokens;
   GenerationStats stats;
 };
 
 using TokenCallback = std::function<void(const TokenEvent&)>;
+// A preview mesh built from the first `tokens_done` tokens (called on the generating thread).
+using PreviewCallback = std::function<void(int tokens_done, const Mesh& preview)>;
+// Stage changes: "text", "gpt", "latents", "occupancy", "meshing", "cleanup".
+using StageCallback = std::function<void(const std::string& stage)>;
+
+struct ShapeResult {
+  std::vector<int> tokens;
+  Mesh mesh;                 // empty when the field has no surface (reported, not an error)
+  GenerationStats stats;
+};
 
 class Cube3D {
  public:
@@ -42,6 +54,17 @@ class Cube3D {
   // before every step (throws cubeforge::Cancelled).
   TokenResult generate_tokens(const GenerationRequest& req, const TokenCallback& on_token = {},
                               const CancelToken* cancel = nullptr);
+
+  // Prompt → tokens → mesh, with optional live previews. Decimation and export are the caller's (cubeforge_meshio).
+  ShapeResult generate(const GenerationRequest& req, const MeshOptions& mesh, const TokenCallback& on_token = {},
+                       const PreviewCallback& on_preview = {}, const PreviewOptions& preview = {},
+                       const CancelToken* cancel = nullptr, const StageCallback& on_stage = {});
+  // Tokens → mesh (validates ids and count). Fills the shape-stage fields of stats when given.
+  Mesh tokens_to_mesh(const std::vector<int>& tokens, const MeshOptions& mesh, const CancelToken* cancel = nullptr,
+                      GenerationStats* stats = nullptr, const StageCallback& on_stage = {}) const;
+  // First k tokens → coarse preview mesh.
+  Mesh preview_mesh(const std::vector<int>& prefix, int resolution_base, const CancelToken* cancel = nullptr) const;
+  const ShapeModel& shape_model() const { return *shape_; }
 
   // Lower level, used by the golden runner and tests.
   // CLIP on pre-tokenized rows: ids/mask [B,77] → last_hidden [B,77,H] (text_embeds [B,P] when non-null).
@@ -64,6 +87,7 @@ class Cube3D {
   std::unique_ptr<ClipTokenizer> tokenizer_;
   std::unique_ptr<ClipTextModel> clip_;
   std::unique_ptr<DualStreamGpt> gpt_;
+  std::unique_ptr<ShapeModel> shape_;
   std::unique_ptr<GptState> state_;
   std::vector<float> uncond_hidden_;  // CLIP("") computed once
   std::unordered_set<std::string> known_words_;

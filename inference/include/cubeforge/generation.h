@@ -53,6 +53,28 @@ struct TokenEvent {
   double elapsed_ms;  // since the start of generate()
 };
 
+enum class OccupancyMode { Dense, Adaptive };
+const char* to_string(OccupancyMode m);
+OccupancyMode occupancy_mode_from_string(const std::string& s);
+
+// Tokens → mesh settings (spec §8.5 grid; clean-up of the tokens-to-mesh issue).
+struct MeshOptions {
+  int resolution_base = 7;                    // 4..9: (2^rb + 1)^3 grid points in [-1.05, 1.05]^3
+  OccupancyMode mode = OccupancyMode::Adaptive;
+  bool remove_small_components = true;       // drop components whose bbox diagonal < 15% of the mesh's
+  bool base_pivot = false;                    // centre x/z, lowest point at y = 0 (for placing in a scene)
+  int coarse_resolution_base = 5;             // adaptive: level evaluated in full
+  float adaptive_margin = 1.0f;               // adaptive: refine cells with a corner |logit| below this
+};
+
+// Live preview while tokens arrive: every `every` tokens the first k tokens are decoded at a low resolution.
+struct PreviewOptions {
+  int every = 0;               // 0 disables previews
+  bool adaptive = true;        // grow the interval so previews cost at most max_overhead of the decode time
+  float max_overhead = 0.10f;
+  int resolution_base = 5;
+};
+
 struct GenerationStats {
   double text_ms = 0;       // tokenizer + CLIP + projection
   double prefill_ms = 0;
@@ -62,6 +84,14 @@ struct GenerationStats {
   bool prompt_truncated = false;
   std::vector<std::string> unknown_words;  // prompt words not in the model's known-word list (when it ships one)
   std::string backend = "cpu";
+  // Shape stage (tokens → mesh).
+  double latent_ms = 0, occupancy_ms = 0, meshing_ms = 0, cleanup_ms = 0;
+  size_t points_evaluated = 0, points_dense = 0;
+  // Previews.
+  double first_preview_ms = 0;  // request start → first preview mesh delivered
+  int previews = 0;
+  double preview_ms_total = 0;  // time spent building previews (inside the token loop on the CPU)
+  double total_ms = 0;
 };
 
 // Validates a request against a model configuration; throws cubeforge::Error with a user-facing message.

@@ -11,7 +11,7 @@
 #include "cubeforge/error.h"
 #include "gpt/dual_stream_gpt.h"
 #include "gpt/sampling.h"
-#include "shape/codebook.h"
+#include "cubeforge/shape_model.h"
 #include "text/clip_text_model.h"
 
 namespace fs = std::filesystem;
@@ -97,9 +97,9 @@ std::unique_ptr<Cube3D> Cube3D::load(const ModelFiles& files, const std::functio
   const std::string clip_w =
       !files.clip_weights.empty() ? files.clip_weights : (fs::path(files.clip_dir) / "model.safetensors").string();
   m->clip_ = ClipTextModel::load(tcfg, clip_w);
-  report(0.3f, "shape tokenizer codebook");
-  auto shape_file = SafeTensors::open(files.shape);
-  const auto codebook = normalized_codebook(shape_file, m->cfg_.shape);
+  report(0.3f, "shape tokenizer");
+  m->shape_ = ShapeModel::load(m->cfg_.shape, files.shape);
+  const auto codebook = m->shape_->codebook();
   report(0.4f, "GPT");
   m->gpt_ = DualStreamGpt::load(m->cfg_.gpt, m->cfg_.num_tokens(), files.gpt, codebook);
   m->state_ = std::make_unique<GptState>();

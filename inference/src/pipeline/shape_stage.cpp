@@ -1,0 +1,136 @@
+// Tokens → mesh and the live preview for Cube3D: latent decode, occupancy grid (dense or adaptive), marching cubes
+// with the reference conventions, clean-up; and the full prompt → mesh generation with previews every K tokens,
+// K grown adaptively so previews cost at most PreviewOptions::max_overhead of the decode time.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "cubeforge/cube3d.h"
+#include "cubeforge/error.h"
+#include "cubeforge/marching_cubes.h"
+#include "cubeforge/mesh_cleanup.h"
+#include "cubeforge/shape_model.h"
+
+namespace cubeforge {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+Mesh grid_to_mesh(const GridValues& grid) { return marching_cubes(grid); }
+}  // namespace
+
+const char* to_string(OccupancyMode m) { return m == OccupancyMode::Dense ? "dense" : "adaptive"; }
+OccupancyMode occupancy_mode_from_string(const std::string& s) {
+  if (s == "dense") return OccupancyMode::Dense;
+  if (s == "adaptive") return OccupancyMode::Adaptive;
+  throw Error("occupancy mode must be 'dense' or 'adaptive', got '" + s + "'");
+}
+
+Mesh Cube3D::tokens_to_mesh(const std::vector<int>& tokens, const MeshOptions& opt, const CancelToken* cancel,
+                            GenerationStats* stats, const StageCallback& on_stage) const {
+  grid_points_per_axis(opt.resolution_base);  // validates rb (throws Error outside 4..9)
+  auto stage = [&](const char* s) {
+    if (on_stage) on_stage(s);
+  };
+  GenerationStats local;
+  GenerationStats& st = stats ? *stats : local;
+  auto t = Clock::now();
+  stage("latents");
+  const Latents lat = shape_->decode_tokens(tokens, cancel);
+  st.latent_ms = ms_since(t);
+  t = Clock::now();
+  stage("occupancy");
+  auto occ = shape_->occupancy(lat);
+  GridValues grid;
+  if (opt.mode == OccupancyMode::Dense) {
+    grid = occ->grid_dense(opt.resolution_base, cancel);
+  } else {
+    AdaptiveOptions ao;
+    ao.coarse_rb = opt.coarse_resolution_base;
+    ao.margin = opt.adaptive_margin;
+    ao.cancel = cancel;
+    grid = occ->grid_adaptive(opt.resolution_base, ao);
+  }
+  st.occupancy_ms = ms_since(t);
+  st.points_evaluated = grid.points_evaluated;
+  st.points_dense = grid.point_count();
+  throw_if_cancelled(cancel);
+  t = Clock::now();
+  stage("meshing");
+  Mesh mesh = grid_to_mesh(grid);
+  st.meshing_ms = ms_since(t);
+  t = Clock::now();
+  stage("cleanup");
+  if (!mesh.empty()) {
+    CleanupOptions co;
+    co.min_component_ratio = opt.remove_small_components ? 0.15f : 0.0f;
+    co.pivot = opt.base_pivot ? Pivot::BaseCentre : Pivot::None;
+    cleanup_mesh(mesh, co);
+  }
+  st.cleanup_ms = ms_since(t);
+  return mesh;
+}
+
+Mesh Cube3D::preview_mesh(const std::vector<int>& prefix, int rb, const CancelToken* cancel) const {
+  const Latents lat = shape_->decode_preview(prefix, PreviewFill::MeanCode, cancel);
+  auto occ = shape_->occupancy(lat);
+  GridValues grid = occ->grid_dense(rb, cancel);
+  Mesh mesh = grid_to_mesh(grid);
+  if (!mesh.empty()) {
+    cleanup_mesh(mesh, CleanupOptions{});
+  }
+  return mesh;
+}
+
+ShapeResult Cube3D::generate(const GenerationRequest& req, const MeshOptions& mopt, const TokenCallback& on_token,
+                             const PreviewCallback& on_preview, const PreviewOptions& popt, const CancelToken* cancel,
+                             const StageCallback& on_stage) {
+  grid_points_per_axis(mopt.resolution_base);
+  if (popt.every > 0) grid_points_per_axis(popt.resolution_base);
+  const auto t0 = Clock::now();
+  ShapeResult res;
+  std::vector<int> prefix;
+  prefix.reserve(cfg_.num_tokens());
+  int interval = popt.every;
+  int next_preview = popt.every;
+  double preview_cost = 0;  // last preview's time
+  double last_token_ms = 0, decode_ms = 0;
+  PreviewCallback preview_cb = on_preview;
+  if (on_stage) on_stage("gpt");
+  auto token_cb = [&](const TokenEvent& e) {
+    prefix.push_back(e.id);
+    decode_ms += e.elapsed_ms - last_token_ms;
+    last_token_ms = e.elapsed_ms;
+    if (on_token) on_token(e);
+    const int k = e.index + 1;
+    if (!preview_cb || popt.every <= 0 || k != next_preview || k >= cfg_.num_tokens()) return;
+    const auto tp = Clock::now();
+    Mesh m = preview_mesh(prefix, popt.resolution_base, cancel);
+    preview_cost = ms_since(tp);
+    res.stats.previews++;
+    res.stats.preview_ms_total += preview_cost;
+    if (res.stats.first_preview_ms == 0) res.stats.first_preview_ms = ms_since(t0);
+    preview_cb(k, m);
+    if (popt.adaptive && k > 0) {
+      // Keep preview time ≤ max_overhead × decode time: interval ≥ cost / (overhead × mean step time).
+      const double step = decode_ms / k;
+      const int need = step > 0 ? int(std::ceil(preview_cost / (popt.max_overhead * step))) : interval;
+      interval = std::max(popt.every, need);
+    }
+    next_preview = k + interval;
+  };
+  TokenResult tr = generate_tokens(req, token_cb, cancel);
+  res.tokens = std::move(tr.tokens);
+  const auto keep = res.stats;
+  res.stats = tr.stats;
+  res.stats.previews = keep.previews;
+  res.stats.preview_ms_total = keep.preview_ms_total;
+  res.stats.first_preview_ms = keep.first_preview_ms;
+  throw_if_cancelled(cancel);
+  res.mesh = tokens_to_mesh(res.tokens, mopt, cancel, &res.stats, on_stage);
+  res.stats.total_ms = ms_since(t0);
+  return res;
+}
+
+}  // namespace cubeforge
