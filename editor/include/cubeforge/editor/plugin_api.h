@@ -145,8 +145,8 @@ class Plugin {
  public:
   virtual ~Plugin() = default;
   virtual void on_load(Host& host) = 0;
-  virtual void on_frame(Host& host) {}    // every frame, main thread, before panels are drawn
-  virtual void on_unload(Host& host) {}   // editor shutdown; stop worker threads here
+  virtual void on_frame(Host& /*host*/) {}   // every frame, main thread, before panels are drawn
+  virtual void on_unload(Host& /*host*/) {}  // editor shutdown; stop worker threads here
 };
 
 // What a plugin library exports (by value of its entry function) so the host can check and create it.
