@@ -1,0 +1,330 @@
+// Owns mesh clean-up (weld, degenerate faces, small components, unreferenced vertices), smooth normals, pivots
+// and mesh statistics (area, signed volume, watertightness, bbox). Pure C++, no Assimp.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <unordered_map>
+
+#include "cubeforge/mesh_cleanup.h"
+
+namespace cubeforge {
+
+namespace {
+
+using D3 = std::array<double, 3>;
+inline D3 d3(const Vec3& v) { return {double(v[0]), double(v[1]), double(v[2])}; }
+inline D3 sub(const D3& a, const D3& b) { return {a[0] - b[0], a[1] - b[1], a[2] - b[2]}; }
+inline D3 cross(const D3& a, const D3& b) {
+  return {a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]};
+}
+inline double dot(const D3& a, const D3& b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
+
+struct UnionFind {
+  std::vector<uint32_t> p;
+  explicit UnionFind(size_t n) : p(n) { std::iota(p.begin(), p.end(), 0u); }
+  uint32_t find(uint32_t x) {
+    while (p[x] != x) x = p[x] = p[p[x]];
+    return x;
+  }
+  void unite(uint32_t a, uint32_t b) {
+    a = find(a);
+    b = find(b);
+    if (a != b) p[std::max(a, b)] = std::min(a, b);
+  }
+};
+
+// Keeps vertex v iff keep[v]; remaps faces (faces must only reference kept vertices).
+void compact_vertices(Mesh& m, const std::vector<uint32_t>& remap, size_t new_count) {
+  std::vector<Vec3> pos(new_count), nrm, col;
+  const bool hn = m.normals.size() == m.positions.size(), hc = m.colors.size() == m.positions.size();
+  if (hn) nrm.resize(new_count);
+  if (hc) col.resize(new_count);
+  for (size_t v = 0; v < m.positions.size(); ++v) {
+    const uint32_t r = remap[v];
+    if (r == UINT32_MAX) continue;
+    pos[r] = m.positions[v];
+    if (hn) nrm[r] = m.normals[v];
+    if (hc) col[r] = m.colors[v];
+  }
+  for (auto& t : m.triangles)
+    for (auto& i : t) i = remap[i];
+  m.positions = std::move(pos);
+  m.normals = std::move(nrm);
+  m.colors = std::move(col);
+}
+
+void bbox_of(const Mesh& m, const std::vector<uint8_t>* used, Vec3& lo, Vec3& hi) {
+  lo = {INFINITY, INFINITY, INFINITY};
+  hi = {-INFINITY, -INFINITY, -INFINITY};
+  for (size_t v = 0; v < m.positions.size(); ++v) {
+    if (used && !(*used)[v]) continue;
+    for (int a = 0; a < 3; ++a) {
+      lo[a] = std::min(lo[a], m.positions[v][a]);
+      hi[a] = std::max(hi[a], m.positions[v][a]);
+    }
+  }
+  if (lo[0] > hi[0]) lo = hi = {0, 0, 0};
+}
+
+}  // namespace
+
+size_t merge_duplicate_vertices(Mesh& m, float epsilon) {
+  const size_t n = m.positions.size();
+  if (n == 0) return 0;
+  struct Key {
+    int64_t k[3];
+    uint32_t v;
+  };
+  std::vector<Key> keys(n);
+  for (size_t v = 0; v < n; ++v) {
+    keys[v].v = uint32_t(v);
+    for (int a = 0; a < 3; ++a) {
+      if (epsilon > 0.0f) {
+        keys[v].k[a] = int64_t(std::floor(double(m.positions[v][a]) / double(epsilon)));
+      } else {
+        const float f = m.positions[v][a] + 0.0f;  // -0 -> +0
+        uint32_t bits;
+        std::memcpy(&bits, &f, 4);
+        keys[v].k[a] = bits;
+      }
+    }
+  }
+  std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
+    if (a.k[0] != b.k[0]) return a.k[0] < b.k[0];
+    if (a.k[1] != b.k[1]) return a.k[1] < b.k[1];
+    if (a.k[2] != b.k[2]) return a.k[2] < b.k[2];
+    return a.v < b.v;
+  });
+  std::vector<uint32_t> rep(n);
+  for (size_t s = 0; s < n;) {
+    size_t e = s + 1;
+    while (e < n && std::memcmp(keys[e].k, keys[s].k, sizeof(keys[s].k)) == 0) ++e;
+    for (size_t q = s; q < e; ++q) rep[keys[q].v] = keys[s].v;  // lowest index of the group
+    s = e;
+  }
+  std::vector<uint32_t> remap(n, UINT32_MAX);
+  uint32_t next = 0;
+  for (size_t v = 0; v < n; ++v)
+    if (rep[v] == v) remap[v] = next++;
+  for (size_t v = 0; v < n; ++v) remap[v] = remap[rep[v]];
+  const size_t removed = n - next;
+  if (removed == 0) return 0;
+  // Vertices that are not representatives are dropped: map them away before compaction.
+  std::vector<uint32_t> keep_map(n, UINT32_MAX);
+  for (size_t v = 0; v < n; ++v)
+    if (rep[v] == v) keep_map[v] = remap[v];
+  for (auto& t : m.triangles)
+    for (auto& i : t) i = rep[i];
+  compact_vertices(m, keep_map, next);
+  return removed;
+}
+
+size_t remove_degenerate_faces(Mesh& m) {
+  struct H {
+    size_t operator()(const std::array<uint32_t, 3>& k) const {
+      uint64_t h = k[0] * 0x9E3779B97F4A7C15ull;
+      h ^= (h >> 29) + k[1] * 0xBF58476D1CE4E5B9ull;
+      h ^= (h >> 31) + k[2] * 0x94D049BB133111EBull;
+      return size_t(h ^ (h >> 32));
+    }
+  };
+  struct Group {
+    uint32_t first[2] = {UINT32_MAX, UINT32_MAX};  // first face of each orientation
+    uint32_t count[2] = {0, 0};
+  };
+  const size_t nf = m.triangles.size();
+  std::unordered_map<std::array<uint32_t, 3>, Group, H> groups;
+  groups.reserve(nf * 2);
+  std::vector<uint8_t> valid(nf, 0);
+  std::vector<std::pair<std::array<uint32_t, 3>, uint8_t>> key(nf);
+  for (size_t f = 0; f < nf; ++f) {
+    const auto t = m.triangles[f];
+    if (t[0] == t[1] || t[1] == t[2] || t[0] == t[2]) continue;
+    const D3 a = d3(m.positions[t[0]]), b = d3(m.positions[t[1]]), c = d3(m.positions[t[2]]);
+    const D3 n = cross(sub(b, a), sub(c, a));
+    if (n[0] == 0.0 && n[1] == 0.0 && n[2] == 0.0) continue;
+    // Rotate the smallest index first; the orientation is then the order of the other two.
+    auto r = t;
+    while (r[0] != std::min({t[0], t[1], t[2]})) r = {r[1], r[2], r[0]};
+    const uint8_t orient = r[1] < r[2] ? 0 : 1;
+    if (orient) std::swap(r[1], r[2]);
+    Group& g = groups[r];
+    if (g.first[orient] == UINT32_MAX) g.first[orient] = uint32_t(f);
+    ++g.count[orient];
+    valid[f] = 1;
+    key[f] = {r, orient};
+  }
+  size_t out = 0;
+  for (size_t f = 0; f < nf; ++f) {
+    if (!valid[f]) continue;
+    const Group& g = groups[key[f].first];
+    const uint8_t o = key[f].second;
+    // Same-orientation copies: keep the first. Opposite pairs (a fold) cancel: only the surplus orientation stays.
+    if (g.first[o] != f || g.count[o] <= g.count[1 - o]) continue;
+    m.triangles[out++] = m.triangles[f];
+  }
+  const size_t removed = nf - out;
+  m.triangles.resize(out);
+  return removed;
+}
+
+size_t count_components(const Mesh& m) {
+  if (m.triangles.empty()) return 0;
+  UnionFind uf(m.positions.size());
+  std::vector<uint8_t> used(m.positions.size(), 0);
+  for (const auto& t : m.triangles) {
+    uf.unite(t[0], t[1]);
+    uf.unite(t[1], t[2]);
+    used[t[0]] = used[t[1]] = used[t[2]] = 1;
+  }
+  size_t c = 0;
+  for (size_t v = 0; v < m.positions.size(); ++v) c += used[v] && uf.find(uint32_t(v)) == v;
+  return c;
+}
+
+size_t remove_small_components(Mesh& m, float ratio) {
+  if (m.triangles.empty() || ratio <= 0.0f) return 0;
+  const size_t n = m.positions.size();
+  UnionFind uf(n);
+  std::vector<uint8_t> used(n, 0);
+  for (const auto& t : m.triangles) {
+    uf.unite(t[0], t[1]);
+    uf.unite(t[1], t[2]);
+    used[t[0]] = used[t[1]] = used[t[2]] = 1;
+  }
+  Vec3 lo, hi;
+  bbox_of(m, &used, lo, hi);
+  const double diag = std::sqrt(double(hi[0] - lo[0]) * (hi[0] - lo[0]) + double(hi[1] - lo[1]) * (hi[1] - lo[1]) +
+                                double(hi[2] - lo[2]) * (hi[2] - lo[2]));
+  std::vector<std::array<float, 6>> box(n, {INFINITY, INFINITY, INFINITY, -INFINITY, -INFINITY, -INFINITY});
+  for (size_t v = 0; v < n; ++v) {
+    if (!used[v]) continue;
+    auto& b = box[uf.find(uint32_t(v))];
+    for (int a = 0; a < 3; ++a) {
+      b[a] = std::min(b[a], m.positions[v][a]);
+      b[3 + a] = std::max(b[3 + a], m.positions[v][a]);
+    }
+  }
+  std::vector<uint8_t> drop(n, 0);
+  size_t removed = 0;
+  for (size_t v = 0; v < n; ++v) {
+    if (!used[v] || uf.find(uint32_t(v)) != v) continue;
+    const auto& b = box[v];
+    double d2 = 0;
+    for (int a = 0; a < 3; ++a) d2 += double(b[3 + a] - b[a]) * double(b[3 + a] - b[a]);
+    if (std::sqrt(d2) < double(ratio) * diag) {
+      drop[v] = 1;
+      ++removed;
+    }
+  }
+  if (!removed) return 0;
+  size_t out = 0;
+  for (const auto& t : m.triangles)
+    if (!drop[uf.find(t[0])]) m.triangles[out++] = t;
+  m.triangles.resize(out);
+  return removed;
+}
+
+size_t remove_unreferenced_vertices(Mesh& m) {
+  const size_t n = m.positions.size();
+  std::vector<uint32_t> remap(n, UINT32_MAX);
+  for (const auto& t : m.triangles)
+    for (auto i : t) remap[i] = 0;
+  uint32_t next = 0;
+  for (size_t v = 0; v < n; ++v)
+    if (remap[v] == 0) remap[v] = next++;
+  if (next == n) return 0;
+  compact_vertices(m, remap, next);
+  return n - next;
+}
+
+void compute_vertex_normals(Mesh& m) {
+  std::vector<D3> acc(m.positions.size(), D3{0, 0, 0});
+  for (const auto& t : m.triangles) {
+    const D3 a = d3(m.positions[t[0]]), b = d3(m.positions[t[1]]), c = d3(m.positions[t[2]]);
+    const D3 n = cross(sub(b, a), sub(c, a));  // |n| = 2 * area
+    for (auto i : t)
+      for (int q = 0; q < 3; ++q) acc[i][q] += n[q];
+  }
+  m.normals.resize(m.positions.size());
+  for (size_t v = 0; v < acc.size(); ++v) {
+    const double l = std::sqrt(dot(acc[v], acc[v]));
+    if (l > 0) m.normals[v] = {float(acc[v][0] / l), float(acc[v][1] / l), float(acc[v][2] / l)};
+    else m.normals[v] = {0.0f, 0.0f, 1.0f};
+  }
+}
+
+Vec3 apply_pivot(Mesh& m, Pivot pivot) {
+  if (pivot == Pivot::None || m.positions.empty()) return {0, 0, 0};
+  Vec3 lo, hi;
+  bbox_of(m, nullptr, lo, hi);
+  Vec3 t{-(lo[0] + hi[0]) * 0.5f, -(lo[1] + hi[1]) * 0.5f, -(lo[2] + hi[2]) * 0.5f};
+  if (pivot == Pivot::BaseCentre) t[1] = -lo[1];
+  for (auto& p : m.positions)
+    for (int a = 0; a < 3; ++a) p[a] += t[a];
+  return t;
+}
+
+CleanupReport cleanup_mesh(Mesh& m, const CleanupOptions& o) {
+  CleanupReport r;
+  if (o.merge_vertices) r.vertices_merged = merge_duplicate_vertices(m, o.merge_epsilon);
+  if (o.remove_degenerate) r.degenerate_faces_removed = remove_degenerate_faces(m);
+  r.components = count_components(m);
+  if (o.min_component_ratio > 0.0f) {
+    const size_t f0 = m.triangles.size();
+    r.components_removed = remove_small_components(m, o.min_component_ratio);
+    r.faces_removed_with_components = f0 - m.triangles.size();
+  }
+  r.unreferenced_vertices_removed = remove_unreferenced_vertices(m);
+  if (o.compute_normals) compute_vertex_normals(m);
+  r.pivot_translation = apply_pivot(m, o.pivot);
+  return r;
+}
+
+double MeshStats::bbox_diagonal() const {
+  double d2 = 0;
+  for (int a = 0; a < 3; ++a) d2 += double(bbox_max[a] - bbox_min[a]) * double(bbox_max[a] - bbox_min[a]);
+  return std::sqrt(d2);
+}
+
+MeshStats mesh_stats(const Mesh& m) {
+  MeshStats s;
+  s.vertices = m.positions.size();
+  s.faces = m.triangles.size();
+  if (m.triangles.empty()) return s;
+  std::vector<uint8_t> used(m.positions.size(), 0);
+  for (const auto& t : m.triangles) {
+    const D3 a = d3(m.positions[t[0]]), b = d3(m.positions[t[1]]), c = d3(m.positions[t[2]]);
+    const D3 n = cross(sub(b, a), sub(c, a));
+    s.area += 0.5 * std::sqrt(dot(n, n));
+    s.volume += dot(a, cross(b, c)) / 6.0;
+    used[t[0]] = used[t[1]] = used[t[2]] = 1;
+  }
+  bbox_of(m, &used, s.bbox_min, s.bbox_max);
+  s.components = count_components(m);
+
+  // Undirected edge key with the direction as the lowest bit.
+  std::vector<std::pair<uint64_t, uint8_t>> e;
+  e.reserve(m.triangles.size() * 3);
+  for (const auto& t : m.triangles)
+    for (int q = 0; q < 3; ++q) {
+      const uint32_t a = t[q], b = t[(q + 1) % 3];
+      e.push_back({(uint64_t(std::min(a, b)) << 32) | std::max(a, b), uint8_t(a < b)});
+    }
+  std::sort(e.begin(), e.end());
+  for (size_t i = 0; i < e.size();) {
+    size_t j = i;
+    size_t fwd = 0;
+    while (j < e.size() && e[j].first == e[i].first) fwd += e[j++].second;
+    const size_t cnt = j - i;
+    if (cnt == 1) ++s.boundary_edges;
+    else if (!(cnt == 2 && fwd == 1)) ++s.non_manifold_edges;
+    i = j;
+  }
+  s.watertight = s.boundary_edges == 0 && s.non_manifold_edges == 0;
+  return s;
+}
+
+}  // namespace cubeforge
