@@ -293,6 +293,13 @@ bool ScriptRunner::gizmo_drag(const json& a, ScriptEnv& env) {
     std::string mode = a.value("mode", std::string("move"));
     ui.gizmo().mode = mode == "rotate" ? GizmoMode::Rotate : mode == "scale" ? GizmoMode::Scale : GizmoMode::Move;
     ui.gizmo().local = a.value("local", false);
+    if (a.value("frame", true)) {  // like pressing F: make sure the gizmo is on screen
+      Aabb box;
+      for (EntityId id : env.doc.selection().ids()) box.add(env.doc.scene().world_bounds(id));
+      env.camera.frame(box);
+      env.camera.distance *= 2.f;
+    }
+    drag_changes_ = env.doc.history().change_counter();
     drag_phase_ = 1;  // let one frame lay out the viewport with the new mode
     return false;
   }
@@ -332,7 +339,7 @@ bool ScriptRunner::gizmo_drag(const json& a, ScriptEnv& env) {
   }
   ui.script_mouse = std::nullopt;
   drag_phase_ = 0;
-  if (!ui.gizmo().dragging() && env.doc.history().undo_names().empty()) throw Error("the drag did not change anything");
+  if (env.doc.history().change_counter() == drag_changes_) throw Error("the drag did not grab the gizmo handle");
   return true;
 }
 

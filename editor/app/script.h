@@ -47,6 +47,7 @@ class ScriptRunner {
   // gizmo drag state
   int drag_phase_ = 0;
   glm::vec2 drag_from_{0.f}, drag_to_{0.f};
+  uint64_t drag_changes_ = 0;
 };
 
 }  // namespace cubeforge::editor

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# End-to-end test of the real editor window under Xvfb, through the script mode: import a mesh, move it with the
+# gizmo, undo/redo, save, quit; reopen and check it is as it was left. Then: a failing action exits non-zero with a
+# clear message, and the EGL-surfaceless --headless path writes a screenshot.
+# usage: e2e_gui.sh <cubeforge binary> <tests/editor dir>
+set -euo pipefail
+BIN=$1
+HERE=$2
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+export CUBEFORGE_CONFIG_DIR=$T/config
+XV="$HERE/run_with_xvfb.sh"
+
+cat > "$T/edit.json" <<JSON
+[
+  {"do": "import", "path": "$HERE/data/tetra.obj", "rename": "Tetra"},
+  {"do": "expect", "name": "Tetra", "triangles": 4, "position": [0, 0, 0]},
+  {"do": "select", "name": "Tetra"},
+  {"do": "gizmo_drag", "axis": "x", "units": 3},
+  {"do": "expect", "name": "Tetra", "position": [3, 0, 0], "tolerance": 0.05},
+  {"do": "expect", "undo_top": "Move Tetra"},
+  {"do": "undo"},
+  {"do": "expect", "name": "Tetra", "position": [0, 0, 0]},
+  {"do": "redo"},
+  {"do": "gizmo_drag", "axis": "y", "units": 1},
+  {"do": "undo"},
+  {"do": "expect", "name": "Tetra", "position": [3, 0, 0], "tolerance": 0.05},
+  {"do": "save", "path": "$T/level.cfscene"},
+  {"do": "expect", "dirty": false},
+  {"do": "quit"}
+]
+JSON
+"$XV" "$BIN" --no-plugins --script "$T/edit.json"
+test -f "$T/level.cfscene"
+grep -q '"Tetra"' "$T/level.cfscene"
+
+cat > "$T/check.json" <<JSON
+[
+  {"do": "open", "path": "$T/level.cfscene"},
+  {"do": "expect", "entity_count": 1},
+  {"do": "expect", "name": "Tetra", "position": [3, 0, 0], "tolerance": 0.05, "triangles": 4},
+  {"do": "expect", "dirty": false},
+  {"do": "screenshot", "path": "$T/gui.png"},
+  {"do": "quit"}
+]
+JSON
+"$XV" "$BIN" --no-plugins --script "$T/check.json"
+test -s "$T/gui.png"
+
+# A failing action: non-zero exit and a message naming the action.
+echo '[{"do": "select", "name": "Nope"}]' > "$T/bad.json"
+if "$XV" "$BIN" --no-plugins --script "$T/bad.json" 2> "$T/err.txt"; then
+  echo "expected a failure exit code" >&2
+  exit 1
+fi
+grep -q "script action #1 (select) failed: no entity named 'Nope'" "$T/err.txt"
+
+# Headless (no X): EGL surfaceless render path.
+cat > "$T/headless.json" <<JSON
+[
+  {"do": "open", "path": "$T/level.cfscene"},
+  {"do": "insert", "part": "wedge", "position": [-2, 0, 0]},
+  {"do": "camera", "frame": true},
+  {"do": "screenshot", "path": "$T/headless.png", "width": 320, "height": 240}
+]
+JSON
+env -u DISPLAY "$BIN" --no-plugins --headless --script "$T/headless.json"
+test -s "$T/headless.png"
+echo "e2e_gui: all checks passed"
