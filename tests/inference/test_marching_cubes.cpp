@@ -383,3 +383,18 @@ TEST(Cleanup, MergeDegenerateAndPivot) {
   MeshStats sc = mesh_stats(c);
   EXPECT_FLOAT_EQ(sc.bbox_min[1] + sc.bbox_max[1], 0.0f);
 }
+
+TEST(Cleanup, FoldedFacePairsCancel) {
+  Mesh m;
+  m.positions = {{0, 0, 0}, {1, 0, 0}, {0, 1, 0}, {0, 0, 1}, {1, 1, 1}};
+  m.triangles = {{0, 2, 1}, {0, 1, 3}, {0, 3, 2}, {1, 2, 3}};  // closed tetrahedron
+  m.triangles.push_back({0, 1, 4});                             // back-to-back pair: both go
+  m.triangles.push_back({4, 1, 0});
+  m.triangles.push_back({2, 3, 1});  // same orientation as {1, 2, 3}: a copy, removed
+  m.triangles.push_back({3, 2, 1});  // opposite: cancels against one copy; {1, 2, 3} stays
+  EXPECT_EQ(remove_degenerate_faces(m), 4u);
+  EXPECT_EQ(m.face_count(), 4u);
+  MeshStats s = mesh_stats(m);
+  EXPECT_TRUE(s.watertight);
+  EXPECT_NEAR(s.volume, 1.0 / 6.0, 1e-9);
+}

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
-#include <unordered_map>
 
 #include "cubeforge/mesh_cleanup.h"
 
@@ -122,49 +121,53 @@ size_t merge_duplicate_vertices(Mesh& m, float epsilon) {
 }
 
 size_t remove_degenerate_faces(Mesh& m) {
-  struct H {
-    size_t operator()(const std::array<uint32_t, 3>& k) const {
-      uint64_t h = k[0] * 0x9E3779B97F4A7C15ull;
-      h ^= (h >> 29) + k[1] * 0xBF58476D1CE4E5B9ull;
-      h ^= (h >> 31) + k[2] * 0x94D049BB133111EBull;
-      return size_t(h ^ (h >> 32));
-    }
-  };
-  struct Group {
-    uint32_t first[2] = {UINT32_MAX, UINT32_MAX};  // first face of each orientation
-    uint32_t count[2] = {0, 0};
+  // Each valid face gets a key: its corners rotated so the smallest comes first, then the other two sorted; the
+  // orientation is whether that sort swapped them. Sorting the keys groups copies of the same corner set.
+  struct Item {
+    uint32_t k[3];
+    uint32_t face;
+    uint8_t orient;
   };
   const size_t nf = m.triangles.size();
-  std::unordered_map<std::array<uint32_t, 3>, Group, H> groups;
-  groups.reserve(nf * 2);
-  std::vector<uint8_t> valid(nf, 0);
-  std::vector<std::pair<std::array<uint32_t, 3>, uint8_t>> key(nf);
+  std::vector<Item> items;
+  items.reserve(nf);
   for (size_t f = 0; f < nf; ++f) {
     const auto t = m.triangles[f];
     if (t[0] == t[1] || t[1] == t[2] || t[0] == t[2]) continue;
     const D3 a = d3(m.positions[t[0]]), b = d3(m.positions[t[1]]), c = d3(m.positions[t[2]]);
     const D3 n = cross(sub(b, a), sub(c, a));
     if (n[0] == 0.0 && n[1] == 0.0 && n[2] == 0.0) continue;
-    // Rotate the smallest index first; the orientation is then the order of the other two.
     auto r = t;
-    while (r[0] != std::min({t[0], t[1], t[2]})) r = {r[1], r[2], r[0]};
+    while (r[0] > r[1] || r[0] > r[2]) r = {r[1], r[2], r[0]};
     const uint8_t orient = r[1] < r[2] ? 0 : 1;
     if (orient) std::swap(r[1], r[2]);
-    Group& g = groups[r];
-    if (g.first[orient] == UINT32_MAX) g.first[orient] = uint32_t(f);
-    ++g.count[orient];
-    valid[f] = 1;
-    key[f] = {r, orient};
+    items.push_back({{r[0], r[1], r[2]}, uint32_t(f), orient});
+  }
+  std::sort(items.begin(), items.end(), [](const Item& x, const Item& y) {
+    if (x.k[0] != y.k[0]) return x.k[0] < y.k[0];
+    if (x.k[1] != y.k[1]) return x.k[1] < y.k[1];
+    if (x.k[2] != y.k[2]) return x.k[2] < y.k[2];
+    return x.face < y.face;
+  });
+  // Same-orientation copies: keep the first. Opposite orientations (a fold) cancel pairwise: only the first face of
+  // the surplus orientation stays, if any.
+  std::vector<uint8_t> keep(nf, 0);
+  for (size_t i = 0; i < items.size();) {
+    size_t j = i;
+    size_t count[2] = {0, 0};
+    uint32_t first[2] = {UINT32_MAX, UINT32_MAX};
+    while (j < items.size() && std::memcmp(items[j].k, items[i].k, sizeof(items[i].k)) == 0) {
+      const uint8_t o = items[j].orient;
+      if (!count[o]++) first[o] = items[j].face;
+      ++j;
+    }
+    if (count[0] > count[1]) keep[first[0]] = 1;
+    else if (count[1] > count[0]) keep[first[1]] = 1;
+    i = j;
   }
   size_t out = 0;
-  for (size_t f = 0; f < nf; ++f) {
-    if (!valid[f]) continue;
-    const Group& g = groups[key[f].first];
-    const uint8_t o = key[f].second;
-    // Same-orientation copies: keep the first. Opposite pairs (a fold) cancel: only the surplus orientation stays.
-    if (g.first[o] != f || g.count[o] <= g.count[1 - o]) continue;
-    m.triangles[out++] = m.triangles[f];
-  }
+  for (size_t f = 0; f < nf; ++f)
+    if (keep[f]) m.triangles[out++] = m.triangles[f];
   const size_t removed = nf - out;
   m.triangles.resize(out);
   return removed;
