@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <algorithm>
+#include <cstdio>
 
 namespace cubeforge::editor {
 using json = nlohmann::json;
@@ -243,6 +245,22 @@ bool ScriptRunner::run_action(const json& a, ScriptEnv& env) {
   } else if (what == "sleep") {
     double s = a.value("seconds", 0.1);
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count() >= s;
+  } else if (what == "measure_frames") {
+    // Median wall time between frames over N frames (the loop renders the whole editor each frame).
+    auto now = std::chrono::steady_clock::now();
+    if (frames_ > 0) frame_times_.push_back(std::chrono::duration<double, std::milli>(now - last_frame_).count());
+    last_frame_ = now;
+    if (frames_ < a.value("frames", 30)) return false;
+    std::vector<double> v = frame_times_;
+    frame_times_.clear();
+    std::sort(v.begin(), v.end());
+    double med = v.empty() ? 0 : v[v.size() / 2];
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "frame time: median %.1f ms over %zu frames (%zu triangles)", med, v.size(),
+                  doc.scene().triangle_count());
+    doc.log().info(buf);
+    std::printf("%s\n", buf);
+    std::fflush(stdout);
   } else if (what == "quit") {
     quit_ = true;
   } else {

@@ -48,6 +48,8 @@ class ScriptRunner {
   int drag_phase_ = 0;
   glm::vec2 drag_from_{0.f}, drag_to_{0.f};
   uint64_t drag_changes_ = 0;
+  std::vector<double> frame_times_;
+  std::chrono::steady_clock::time_point last_frame_;
 };
 
 }  // namespace cubeforge::editor
