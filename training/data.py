@@ -1,0 +1,146 @@
+"""Dataset generation on CPU or GPU: sample shapes, find their bounding boxes, sample surface points with normals,
+normalise to the reference frame (centre of the bbox at the origin, longest side 1.925) and label occupancy samples.
+"""
+import math
+import torch
+
+import shapes as S
+
+HALF = 0.9625          # normalised half extent of the longest side (1.925 / 2)
+BOUND = 1.05           # reference grid bounds
+
+
+def _grid_unit(G, device):
+    g = (torch.arange(G, device=device, dtype=torch.float32) + 0.5) / G
+    X, Y, Z = torch.meshgrid(g, g, g, indexing="ij")
+    return torch.stack([X, Y, Z], -1).reshape(-1, 3)  # [G^3, 3] in (0,1)
+
+
+def _sdf_and_grad(fi, prm, pts):
+    with torch.enable_grad():
+        p = pts.detach().requires_grad_(True)
+        d = S.eval_sdf(fi, prm, p)
+        (g,) = torch.autograd.grad(d.sum(), p)
+    return d.detach(), g.detach()
+
+
+@torch.no_grad()
+def surface_and_bbox(fi, prm, device, n_cand=8192, G1=40, G2=64, gen=None):
+    """Returns raw-frame surface points [B,K,3], normals [B,K,3], valid mask [B,K], bbox lo/hi [B,3]."""
+    B = next(iter(prm.values())).shape[0]
+    # stage 1: coarse bbox on a big fixed grid
+    u1 = _grid_unit(G1, device)
+    ext = 2.6
+    pts1 = (u1 * 2 * ext - ext)[None].expand(B, -1, -1)
+    d1 = S.eval_sdf(fi, prm, pts1)
+    h1 = 2 * ext / G1
+    near = d1 < h1 * 0.87
+    big = torch.full_like(pts1, 1e9)
+    lo = torch.where(near[..., None], pts1, big).amin(1) - h1
+    hi = torch.where(near[..., None], pts1, -big).amax(1) + h1
+    # stage 2: per-shape grid over the coarse bbox
+    u2 = _grid_unit(G2, device)
+    span = (hi - lo)
+    pts2 = lo[:, None, :] + u2[None] * span[:, None, :]
+    d2 = S.eval_sdf(fi, prm, pts2)
+    cell = span / G2
+    hd = 0.5 * cell.norm(dim=-1, keepdim=True)
+    w = (d2.abs() < hd).float() + 1e-12
+    idx = torch.multinomial(w, n_cand, replacement=True, generator=gen)
+    cand = torch.gather(pts2, 1, idx[..., None].expand(-1, -1, 3))
+    jit = torch.rand(cand.shape, device=device, generator=gen) - 0.5
+    cand = cand + jit * cell[:, None, :]
+    for _ in range(4):
+        d, g = _sdf_and_grad(fi, prm, cand)
+        gn = g / g.norm(dim=-1, keepdim=True).clamp(min=1e-6)
+        cand = cand - d[..., None] * gn
+    d, g = _sdf_and_grad(fi, prm, cand)
+    nrm = g / g.norm(dim=-1, keepdim=True).clamp(min=1e-6)
+    valid = d.abs() < 2e-3
+    bigc = torch.full_like(cand, 1e9)
+    blo = torch.where(valid[..., None], cand, bigc).amin(1)
+    bhi = torch.where(valid[..., None], cand, -bigc).amax(1)
+    return cand, nrm, valid, blo, bhi
+
+
+@torch.no_grad()
+def build_batch(fi, prm, device, n_surface=2048, n_occ=16384, gen=None, n_cand=8192):
+    """Everything the VQ-VAE needs for one batch of shapes of family fi (prm on device).
+
+    Returns dict: surf [B,n_surface,6] (normalised xyz + normal), occ_pts [B,n_occ,3], occ [B,n_occ] bool,
+    center [B,3], scale [B], bbox [B,3] (normalised extents), ok [B] (enough valid surface points).
+    """
+    cand, nrm, valid, blo, bhi = surface_and_bbox(fi, prm, device, n_cand=n_cand, gen=gen)
+    center = 0.5 * (blo + bhi)
+    extent = (bhi - blo)
+    scale = 2 * HALF / extent.amax(-1)
+    ok = valid.float().sum(1) > n_cand * 0.25
+    B = cand.shape[0]
+    # surface subset for the encoder
+    sel = torch.multinomial(valid.float() + 1e-9, n_surface, replacement=True, generator=gen)
+    sp = torch.gather(cand, 1, sel[..., None].expand(-1, -1, 3))
+    sn = torch.gather(nrm, 1, sel[..., None].expand(-1, -1, 3))
+    spn = (sp - center[:, None]) * scale[:, None, None]
+    surf = torch.cat([spn, sn], -1)
+    # occupancy samples in the normalised frame
+    n_u = n_occ // 5
+    n_b = n_occ // 5
+    n_s = n_occ - n_u - n_b
+    pu = (torch.rand((B, n_u, 3), device=device, generator=gen) * 2 - 1) * BOUND
+    ext_n = extent * scale[:, None] / 2 + 0.06
+    pb = (torch.rand((B, n_b, 3), device=device, generator=gen) * 2 - 1) * ext_n[:, None, :]
+    sel2 = torch.multinomial(valid.float() + 1e-9, n_s, replacement=True, generator=gen)
+    base = (torch.gather(cand, 1, sel2[..., None].expand(-1, -1, 3)) - center[:, None]) * scale[:, None, None]
+    sig_choice = torch.randint(0, 3, (B, n_s, 1), device=device, generator=gen)
+    sig = torch.tensor([0.006, 0.018, 0.05], device=device)[sig_choice]
+    ps = base + torch.randn((B, n_s, 3), device=device, generator=gen) * sig
+    pts = torch.cat([pu, pb, ps], 1).clamp(-BOUND, BOUND)
+    occ = S.eval_sdf_normalized(fi, prm, center, scale, pts) < 0
+    return dict(surf=surf, occ_pts=pts, occ=occ, center=center, scale=scale, bbox=extent * scale[:, None], ok=ok)
+
+
+@torch.no_grad()
+def occupancy_grid(fi, prm, center, scale, res=64, device="cpu", chunk=16):
+    """Occupancy of normalised shapes on a res^3 grid over [-1.05,1.05]^3 (ij indexing). Returns bool [B,res^3]."""
+    g = torch.linspace(-BOUND, BOUND, res, device=device)
+    X, Y, Z = torch.meshgrid(g, g, g, indexing="ij")
+    pts = torch.stack([X, Y, Z], -1).reshape(1, -1, 3)
+    B = center.shape[0]
+    out = []
+    for s in range(0, B, chunk):
+        e = min(B, s + chunk)
+        sub = S.slice_params(prm, slice(s, e))
+        out.append(S.eval_sdf_normalized(fi, sub, center[s:e], scale[s:e], pts.expand(e - s, -1, -1)) < 0)
+    return torch.cat(out, 0)
+
+
+def generate_dataset(n_per_family, seed, device, n_surface=2048, n_occ=16384, chunk=128, families=None, log=None,
+                     n_cand=8192, store_dtype=torch.float16):
+    """Generate all families; returns dict of concatenated tensors on `device` plus per-shape family/attr/combo ids."""
+    fams = range(len(S.FAMILIES)) if families is None else families
+    out = {k: [] for k in ("surf", "occ_pts", "occ", "bbox", "fam", "combo", "center", "scale")}
+    params = []
+    gen = torch.Generator(device=device).manual_seed(seed + 17)
+    for fi in fams:
+        prm, av = S.sample_family(fi, n_per_family, seed)
+        fam = S.FAMILIES[fi]
+        combos = torch.zeros(n_per_family, dtype=torch.long)
+        for j, a in enumerate(fam.attrs):
+            combos = combos * len(a.values) + av[:, j]
+        prm_d = S.params_to(prm, device)
+        for s in range(0, n_per_family, chunk):
+            e = min(n_per_family, s + chunk)
+            b = build_batch(fi, S.slice_params(prm_d, slice(s, e)), device, n_surface, n_occ, gen=gen, n_cand=n_cand)
+            keep = b["ok"]
+            out["surf"].append(b["surf"][keep].to(store_dtype))
+            out["occ_pts"].append(b["occ_pts"][keep].to(store_dtype))
+            out["occ"].append(b["occ"][keep])
+            out["bbox"].append(b["bbox"][keep].float())
+            out["center"].append(b["center"][keep])
+            out["scale"].append(b["scale"][keep])
+            nk = int(keep.sum())
+            out["fam"].append(torch.full((nk,), fi, dtype=torch.long, device=device))
+            out["combo"].append(combos[s:e].to(device)[keep])
+        if log:
+            log(f"  data {fam.name}: {n_per_family} shapes")
+    return {k: torch.cat(v, 0) for k, v in out.items()}

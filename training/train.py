@@ -1,0 +1,446 @@
+"""Train the default Cubeforge model end to end: procedural data -> shape VQ-VAE -> CLIP-architecture text tower +
+dual-stream GPT (bbox conditioning, prompt dropout) -> export to the reference formats -> evaluation.
+
+Every stage runs for a wall-clock budget (seconds), so a run fits a fixed GPU lease. Example (H200, ~9 min):
+  PYTHONUNBUFFERED=1 python3 training/train.py --out $OUT --vae-seconds 250 --gpt-seconds 170
+CPU smoke test (tiny sizes, a few families):
+  /usr/bin/python3 training/train.py --tiny --out /tmp/cf_tiny
+"""
+import argparse
+import json
+import math
+import os
+import random
+import sys
+import tarfile
+import time
+
+import torch
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import captions as CAP  # noqa: E402
+import clip_bpe  # noqa: E402
+import data as D  # noqa: E402
+import evaluate as EV  # noqa: E402
+import export as E  # noqa: E402
+import infer as I  # noqa: E402
+import models as M  # noqa: E402
+import shapes as S  # noqa: E402
+
+T_START = time.time()
+LOG = None
+
+
+def log(msg):
+    line = f"[{time.time() - T_START:7.1f}s] {msg}"
+    print(line, flush=True)
+    if LOG:
+        with open(LOG, "a") as f:
+            f.write(line + "\n")
+
+
+def autocast(enabled):
+    import contextlib
+    if not enabled:
+        return contextlib.nullcontext()
+    return torch.autocast(device_type="cuda", dtype=torch.bfloat16)
+
+
+def lr_at(base, step, warmup, frac, floor=0.05):
+    w = min(1.0, (step + 1) / warmup)
+    return base * w * (floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * min(frac, 1.0))))
+
+
+def make_opt(params, lr, wd, betas, device):
+    decay = [p for n, p in params if p.requires_grad and p.dim() >= 2 and "embedding" not in n and "wte" not in n
+             and "codebook" not in n and "query" not in n and "positional" not in n]
+    ids = set(id(p) for p in decay)
+    rest = [p for n, p in params if p.requires_grad and id(p) not in ids]
+    kw = dict(lr=lr, betas=betas)
+    if device.startswith("cuda"):
+        kw["fused"] = True
+    return torch.optim.AdamW([{"params": decay, "weight_decay": wd}, {"params": rest, "weight_decay": 0.0}], **kw)
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+
+def train_vae(vae, dat, dev, seconds, bs, nq, lr, amp):
+    vq = vae.bottleneck.block
+    opt = make_opt(list(vae.named_parameters()), lr, 0.01, (0.9, 0.99), dev)
+    S_ = dat["surf"].shape[0]
+    nocc = dat["occ_pts"].shape[1]
+    usage = torch.zeros(vae.cfg.num_codes, device=dev)
+    t0 = time.time()
+    step, last = 0, t0
+    hist = []
+    while True:
+        el = time.time() - t0
+        if el > seconds:
+            break
+        frac = el / seconds
+        for g in opt.param_groups:
+            g["lr"] = lr_at(lr, step, 200, frac)
+        idx = torch.randint(0, S_, (bs,), device=dev)
+        surf = dat["surf"][idx].float()
+        qi = torch.randint(0, nocc, (bs, nq), device=dev)
+        pts = torch.gather(dat["occ_pts"][idx], 1, qi[..., None].expand(-1, -1, 3)).float()
+        occ = torch.gather(dat["occ"][idx], 1, qi).float()
+        with autocast(amp):
+            h = vae.encoder(surf)
+        z = vq.encode_z(h.float())
+        ids, zq = vq.quantize(z)
+        zst = z + (zq - z).detach()
+        with autocast(amp):
+            lat = vae.decoder(vq.c_out(zst))
+            logits = vae.query(lat, pts)
+        l_occ = F.binary_cross_entropy_with_logits(logits.float(), occ)
+        l_vq = F.mse_loss(zq, z.detach()) + 0.25 * F.mse_loss(z, zq.detach())
+        loss = l_occ + l_vq
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(vae.parameters(), 1.0)
+        opt.step()
+        with torch.no_grad():
+            usage += torch.bincount(ids.flatten(), minlength=vae.cfg.num_codes).float()
+            if step % 100 == 99:
+                dead = (usage == 0).nonzero()[:, 0]
+                if dead.numel() > 0:
+                    zf = z.reshape(-1, z.shape[-1])
+                    pick = zf[torch.randint(0, zf.shape[0], (dead.numel(),), device=dev)]
+                    pick = pick + 0.01 * torch.randn_like(pick)
+                    vq.codebook.weight[dead] = (pick - vq.cb_bias) / vq.cb_weight.clamp(min=1e-3)
+                hist.append(int((usage > 0).sum()))
+                usage.zero_()
+        step += 1
+        if time.time() - last > 15 or step == 1:
+            last = time.time()
+            with torch.no_grad():
+                acc = ((logits.float() > 0) == (occ > 0.5)).float().mean()
+                pr = (logits.float() > 0)
+                gt = occ > 0.5
+                iou = (pr & gt).sum() / (pr | gt).sum().clamp(min=1)
+            log(f"vae step {step} lr {opt.param_groups[0]['lr']:.2e} occ {l_occ.item():.4f} vq {l_vq.item():.4f} "
+                f"acc {acc.item():.4f} sampleIoU {iou.item():.3f} codes_used {hist[-1] if hist else -1}")
+    log(f"vae done: {step} steps in {time.time() - t0:.1f}s")
+    return step
+
+
+@torch.no_grad()
+def encode_all(vae, dat, dev, bs=512, amp=True):
+    out = []
+    for s in range(0, dat["surf"].shape[0], bs):
+        with autocast(amp):
+            h = vae.encoder(dat["surf"][s:s + bs].float())
+        z = vae.bottleneck.block.encode_z(h.float())
+        ids, _ = vae.bottleneck.block.quantize(z)
+        out.append(ids)
+    return torch.cat(out, 0)
+
+
+def build_caption_tensors(tok, n_per_combo, seed, dev, p_unk=0.12):
+    pools = CAP.all_training_captions(n_per_combo, seed)
+    keys = sorted(pools)
+    key_index = {k: i for i, k in enumerate(keys)}
+    rng = random.Random(seed + 5)
+    ids = torch.zeros(len(keys), n_per_combo, 77, dtype=torch.long)
+    msk = torch.zeros(len(keys), n_per_combo, 77, dtype=torch.long)
+    unk = torch.zeros(len(keys), n_per_combo, 77, dtype=torch.bool)
+    known = set()
+    for ki, k in enumerate(keys):
+        for j, t in enumerate(pools[k]):
+            a, m = tok(t)
+            known.update(a)
+            u = [False] * 77
+            n = sum(m)
+            if rng.random() < p_unk and n < 76:
+                pos = rng.randint(1, n - 1)
+                a = a[:pos] + [0] + a[pos:76]
+                m = [1] * (n + 1) + [0] * (77 - n - 1)
+                u = [False] * pos + [True] + [False] * (76 - pos)
+            ids[ki, j] = torch.tensor(a)
+            msk[ki, j] = torch.tensor(m)
+            unk[ki, j] = torch.tensor(u)
+    all_caps = set(t for v in pools.values() for t in v)
+    return ids.to(dev), msk.to(dev), unk.to(dev), key_index, known, all_caps
+
+
+def train_gpt(gpt, clip, code_norm, tokens, bbox, keyidx, cap, dev, seconds, bs, lr, amp, p_text_drop=0.1,
+              p_bbox_drop=0.35):
+    ids_pool, msk_pool, unk_pool = cap
+    M_ = ids_pool.shape[1]
+    params = list(gpt.named_parameters()) + [("clip." + n, p) for n, p in clip.named_parameters()]
+    opt = make_opt(params, lr, 0.05, (0.9, 0.95), dev)
+    K = gpt.cfg.shape_model_vocab_size
+    S_ = tokens.shape[0]
+    t0 = time.time()
+    step, last = 0, t0
+    empty_ids = torch.full((77,), 49407, dtype=torch.long, device=dev)
+    empty_ids[0] = 49406
+    empty_msk = torch.zeros(77, dtype=torch.long, device=dev)
+    empty_msk[:2] = 1
+    ema = None
+    while True:
+        el = time.time() - t0
+        if el > seconds:
+            break
+        for g in opt.param_groups:
+            g["lr"] = lr_at(lr, step, 150, el / seconds)
+        idx = torch.randint(0, S_, (bs,), device=dev)
+        j = torch.randint(0, M_, (bs,), device=dev)
+        ki = keyidx[idx]
+        ids, msk, unk = ids_pool[ki, j], msk_pool[ki, j], unk_pool[ki, j]
+        drop = torch.rand(bs, device=dev) < p_text_drop
+        ids = torch.where(drop[:, None], empty_ids[None], ids)
+        msk = torch.where(drop[:, None], empty_msk[None], msk)
+        unk = unk & ~drop[:, None]
+        bdrop = drop | (torch.rand(bs, device=dev) < p_bbox_drop)
+        bb = torch.where(bdrop[:, None], torch.zeros_like(bbox[idx]), bbox[idx])
+        tgt = tokens[idx]
+        with autocast(amp):
+            hid = clip(ids, msk, unk)
+            cond = gpt.encode_cond(hid.float(), bb)
+            code_emb = gpt.code_embeddings(code_norm)
+            x = gpt.embed_tokens(tgt[:, :-1], code_emb)
+            logits = gpt(x, cond, single_mode="reference")
+        loss = F.cross_entropy(logits[..., :K].float().reshape(-1, K), tgt.reshape(-1))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params_list(gpt, clip), 1.0)
+        opt.step()
+        ema = loss.item() if ema is None else 0.98 * ema + 0.02 * loss.item() if step % 10 == 0 else ema
+        step += 1
+        if time.time() - last > 15 or step == 1:
+            last = time.time()
+            with torch.no_grad():
+                acc = (logits[..., :K].argmax(-1) == tgt).float().mean()
+            log(f"gpt step {step} lr {opt.param_groups[0]['lr']:.2e} loss {loss.item():.4f} ema {ema:.4f} "
+                f"tok_acc {acc.item():.3f}")
+    log(f"gpt done: {step} steps in {time.time() - t0:.1f}s")
+    return step
+
+
+def params_list(*mods):
+    return [p for m in mods for p in m.parameters() if p.requires_grad]
+
+
+def split_tar(src_dir, out_dir, name="model.tar", part=15 * 1024 * 1024):
+    tpath = os.path.join(out_dir, name)
+    with tarfile.open(tpath, "w") as tf:
+        for root, _, files in os.walk(src_dir):
+            for fn in sorted(files):
+                if fn in ("vocab.json", "merges.txt"):
+                    continue  # shipped from shared/data/clip-tokenizer; copied again on unpack
+                p = os.path.join(root, fn)
+                tf.add(p, arcname=os.path.relpath(p, src_dir))
+    data = open(tpath, "rb").read()
+    os.remove(tpath)
+    n = 0
+    for s in range(0, len(data), part):
+        with open(os.path.join(out_dir, f"{name}.part{n}"), "wb") as f:
+            f.write(data[s:s + part])
+        n += 1
+    return n
+
+
+def preflight(a, dev, amp, tok, gcfg, scfg, tcfg):
+    """Exercise every stage on the real device with the real model sizes for a few seconds (catches device-only
+    errors before the long budgets are spent)."""
+    t = time.time()
+    fams = [S.FAMILY_INDEX["chair"], S.FAMILY_INDEX["cat"]]
+    dat = D.generate_dataset(4, 1, dev, n_surface=512, n_occ=2048, families=fams, n_cand=1024, chunk=4)
+    vae = M.OneDAutoEncoder(scfg).to(dev).train()
+    train_vae(vae, dat, dev, 2.0, 4, 512, 1e-4, amp)
+    vae.eval()
+    tokens = encode_all(vae, dat, dev, amp=amp)
+    ids_pool, msk_pool, unk_pool, key_index, known_ids, caps = build_caption_tensors(tok, 4, 0, dev)
+    keyidx = torch.tensor([key_index[(int(f), int(c))] for f, c in zip(dat["fam"].tolist(), dat["combo"].tolist())],
+                          device=dev)
+    g = M.GPTConfig(**vars(gcfg))
+    g.shape_model_vocab_size, g.shape_model_embed_dim, g.text_model_embed_dim = scfg.num_codes, scfg.embed_dim, tcfg.hidden_size
+    gpt, clip = M.DualStreamRoformer(g).to(dev).train(), M.ClipTextModel(tcfg).to(dev).train()
+    train_gpt(gpt, clip, vae.bottleneck.block.get_codebook().detach(), tokens, dat["bbox"].float(), keyidx,
+              (ids_pool, msk_pool, unk_pool), dev, 2.0, 4, 1e-4, amp)
+    gpt.eval(); clip.eval()
+    pdir = os.path.join(a.out, "preflight_model")
+    E.export_model(pdir, gpt, vae, clip, known_ids, a.tokenizer_dir)
+    gpt2, vae2, clip2, _ = E.load_model_dir(pdir, dev)
+    rep, _, _ = EV.run_eval(gpt2, vae2, clip2, tok, dev, refs_per_family=2, res=16, families=fams,
+                            bbox_prompts_per_family=1, log=log)
+    import shutil
+    shutil.rmtree(pdir)
+    log(f"preflight ok in {time.time() - t:.1f}s (family acc {rep['family_accuracy']})")
+
+
+def main():
+    global LOG
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--tiny", action="store_true")
+    ap.add_argument("--n-per-family", type=int, default=900)
+    ap.add_argument("--vae-seconds", type=float, default=240)
+    ap.add_argument("--gpt-seconds", type=float, default=170)
+    ap.add_argument("--vae-batch", type=int, default=128)
+    ap.add_argument("--vae-queries", type=int, default=4096)
+    ap.add_argument("--vae-lr", type=float, default=6e-4)
+    ap.add_argument("--gpt-batch", type=int, default=256)
+    ap.add_argument("--gpt-lr", type=float, default=1e-3)
+    ap.add_argument("--captions-per-combo", type=int, default=64)
+    ap.add_argument("--init-vae", default=None, help="model dir whose shape_tokenizer to reuse (skips VAE training)")
+    ap.add_argument("--eval-refs", type=int, default=24)
+    ap.add_argument("--no-eval", action="store_true")
+    ap.add_argument("--tokenizer-dir", default=clip_bpe.DEFAULT_DIR)
+    ap.add_argument("--deadline", type=float, default=None, help="seconds since start by which everything must end")
+    ap.add_argument("--eval-reserve", type=float, default=80, help="seconds kept for export + eval before the deadline")
+    ap.add_argument("--gpt-min", type=float, default=120, help="seconds of GPT training the VAE budget must leave")
+    ap.add_argument("--preflight", action="store_true", help="run every stage for a few seconds on tiny data first")
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    LOG = os.path.join(a.out, "train_log.txt")
+    dev = a.device
+    torch.manual_seed(a.seed)
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = True
+    amp = dev.startswith("cuda")
+    gcfg, scfg, tcfg = M.GPTConfig(), M.ShapeConfig(), M.TextConfig()
+    families = None
+    n_surface, n_occ, n_cand = 2048, 16384, 8192
+    if a.tiny:
+        gcfg = M.GPTConfig(n_layer=2, n_single_layer=1, n_head=2, n_embd=32, shape_model_vocab_size=64,
+                           text_model_embed_dim=32, shape_model_embed_dim=8)
+        scfg = M.ShapeConfig(num_encoder_latents=8, embed_dim=8, width=32, num_heads=2, num_freqs=8,
+                             num_encoder_layers=2, encoder_cross_attention_levels=[0], num_decoder_layers=1, num_codes=64)
+        tcfg = M.TextConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
+                            projection_dim=32)
+        families = [S.FAMILY_INDEX[n] for n in ("chair", "mug", "torus")]
+        n_surface, n_occ, n_cand = 128, 512, 512
+        a.n_per_family = min(a.n_per_family, 6)
+        a.vae_batch, a.vae_queries, a.gpt_batch = 4, 256, 8
+        a.captions_per_combo = min(a.captions_per_combo, 8)
+        a.eval_refs = 2
+    log(f"device {dev} torch {torch.__version__} config gpt={gcfg} shape={scfg} text={tcfg}")
+    tok = clip_bpe.ClipTokenizer(a.tokenizer_dir)
+    timings = {}
+    if a.preflight:
+        preflight(a, dev, amp, tok, gcfg, scfg, tcfg)
+
+    # 1. data
+    t = time.time()
+    dat = D.generate_dataset(a.n_per_family, a.seed, dev, n_surface=n_surface, n_occ=n_occ, families=families,
+                             n_cand=n_cand, chunk=128 if not a.tiny else 8,
+                             log=log if a.tiny else None)
+    if dev.startswith("cuda"):
+        torch.cuda.synchronize()
+    timings["data_s"] = round(time.time() - t, 1)
+    log(f"data: {dat['surf'].shape[0]} shapes, occ share {dat['occ'].float().mean().item():.3f}, {timings['data_s']}s")
+
+    # 2. VAE
+    t = time.time()
+    if a.init_vae:
+        _, vae0, _, _ = E.load_model_dir(a.init_vae, dev)
+        vae, scfg = vae0, vae0.cfg
+        vae.eval()
+        timings["vae_steps"] = 0
+    else:
+        vae = M.OneDAutoEncoder(scfg).to(dev)
+        log(f"vae params {M.count_params(vae)}")
+        vae.train()
+        vae_seconds = a.vae_seconds
+        if a.deadline:
+            vae_seconds = max(10.0, min(vae_seconds, a.deadline - (time.time() - T_START) - a.eval_reserve - a.gpt_min))
+            log(f"vae budget {vae_seconds:.0f}s")
+        timings["vae_steps"] = train_vae(vae, dat, dev, vae_seconds, a.vae_batch, a.vae_queries, a.vae_lr, amp)
+        vae.eval()
+        if not a.tiny:
+            E.save_safetensors(os.path.join(a.out, "vae_stage.safetensors"), E.vae_state(vae, torch.float16),
+                               {"occupancy_decoder.embedder.weight": "embedder.weight",
+                                "encoder.embedder.weight": "embedder.weight"})
+    timings["vae_s"] = round(time.time() - t, 1)
+
+    # 3. tokens for every training shape
+    tokens = encode_all(vae, dat, dev, amp=amp)
+    used = torch.unique(tokens).numel()
+    log(f"tokens: {tuple(tokens.shape)}, {used} distinct codes used")
+    code_norm = vae.bottleneck.block.get_codebook().detach().float()
+
+    # 4. captions
+    t = time.time()
+    ids_pool, msk_pool, unk_pool, key_index, known_ids, train_caps = build_caption_tensors(
+        tok, a.captions_per_combo, a.seed, dev)
+    keyidx = torch.tensor([key_index[(int(f), int(c))] for f, c in zip(dat["fam"].tolist(), dat["combo"].tolist())],
+                          device=dev)
+    timings["captions_s"] = round(time.time() - t, 1)
+    log(f"captions: {len(train_caps)} distinct, {len(known_ids)} known token ids, {timings['captions_s']}s")
+
+    # 5. GPT + text tower
+    t = time.time()
+    gcfg.shape_model_vocab_size = scfg.num_codes
+    gcfg.shape_model_embed_dim = scfg.embed_dim
+    gcfg.text_model_embed_dim = tcfg.hidden_size
+    gpt = M.DualStreamRoformer(gcfg).to(dev)
+    clip = M.ClipTextModel(tcfg).to(dev)
+    for m in (gpt, clip):
+        for n, p in m.named_parameters():
+            if p.dim() >= 2:
+                torch.nn.init.normal_(p, std=0.02)
+    log(f"gpt params {M.count_params(gpt)}, clip params {M.count_params(clip)}")
+    gpt.train()
+    clip.train()
+    gpt_seconds = a.gpt_seconds
+    if a.deadline:
+        gpt_seconds = max(10.0, min(gpt_seconds, a.deadline - (time.time() - T_START) - a.eval_reserve))
+        log(f"gpt budget {gpt_seconds:.0f}s")
+    timings["gpt_steps"] = train_gpt(gpt, clip, code_norm, tokens, dat["bbox"].float(), keyidx,
+                                     (ids_pool, msk_pool, unk_pool), dev, gpt_seconds, a.gpt_batch, a.gpt_lr, amp)
+    gpt.eval()
+    clip.eval()
+    timings["gpt_s"] = round(time.time() - t, 1)
+    del dat
+
+    # 6. export (fp16 storage) and reload exactly as the engine will
+    mdir = os.path.join(a.out, "model")
+    E.export_model(mdir, gpt, vae, clip, known_ids, a.tokenizer_dir)
+    words = CAP.known_words(train_caps)
+    with open(os.path.join(a.out, "known_words.txt"), "w") as f:
+        f.write("\n".join(words) + "\n")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    gpt2, vae2, clip2, clip_dir = E.load_model_dir(mdir, dev)
+    log(f"exported to {mdir}; {len(words)} known words")
+    ref_prompts = ["a chair", "a tall pine tree with three tiers", "a red car with six wheels"]
+    toks, marg = I.generate(gpt2, clip2, vae2, tok, ref_prompts, None, guidance=3.0, mode="reference", device=dev,
+                            return_margins=True)
+    with open(os.path.join(a.out, "reference_tokens_device.json"), "w") as f:
+        json.dump([dict(prompt=p, tokens=toks[i].tolist(), min_margin=float(marg[i].min()))
+                   for i, p in enumerate(ref_prompts)], f)
+
+    if not a.tiny:
+        nparts = split_tar(mdir, a.out)
+        log(f"packed model into {nparts} parts")
+    # 7. evaluation
+    rep = {}
+    if not a.no_eval:
+        t = time.time()
+        rep, _, _ = EV.run_eval(gpt2, vae2, clip2, tok, dev, refs_per_family=a.eval_refs, res=64 if not a.tiny else 16,
+                                families=families, train_captions=train_caps, log=log)
+        timings["eval_s"] = round(time.time() - t, 1)
+        log("eval: " + json.dumps({k: v for k, v in rep.items() if not isinstance(v, (dict, list))}))
+        log("eval per family: " + json.dumps(rep["family_accuracy_per_family"]))
+        log("vae per family: " + json.dumps(rep["vae_recon_iou_per_family"]))
+    timings["total_s"] = round(time.time() - T_START, 1)
+    rep["timings"] = timings
+    rep["config"] = dict(gpt=vars(gcfg), shape=vars(scfg), text=vars(tcfg), n_per_family=a.n_per_family,
+                         vae_batch=a.vae_batch, vae_queries=a.vae_queries, gpt_batch=a.gpt_batch)
+    with open(os.path.join(a.out, "report.json"), "w") as f:
+        json.dump(rep, f, indent=1)
+    if not a.tiny:
+        import shutil
+        shutil.rmtree(mdir)
+    log(f"all done, timings {timings}")
+
+
+if __name__ == "__main__":
+    main()
