@@ -1,0 +1,627 @@
+// The AI sidebar's UI-thread logic: see controller.h.
+#include "controller/controller.h"
+
+#include "worker/cube3d_backend.h"
+
+#include <cubeforge/error.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace cubeforge::ai {
+
+using editor::EntityId;
+using editor::kNoEntity;
+
+namespace {
+constexpr Vec3 kPlacedColor{0.78f, 0.80f, 0.84f};
+constexpr editor::Vec4 kGhostColor{0.35f, 0.75f, 1.0f, 0.35f};
+constexpr editor::Vec4 kSpotColor{1.0f, 0.62f, 0.15f, 0.95f};
+constexpr editor::Vec4 kBoxColor{1.0f, 0.85f, 0.3f, 0.8f};
+
+std::string seconds(double ms) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, ms < 10000 ? "%.2f s" : "%.1f s", ms / 1000.0);
+  return buf;
+}
+
+std::string sanitize_file_name(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_')
+      o += c;
+    else if (c == ' ' && !o.empty() && o.back() != '-')
+      o += '-';
+    if (o.size() >= 40) break;
+  }
+  while (!o.empty() && o.back() == '-') o.pop_back();
+  return o.empty() ? "generated" : o;
+}
+}  // namespace
+
+Controller::Controller(editor::Host& host, ControllerOptions options)
+    : host_(host), opt_(std::move(options)), rng_(std::random_device{}()) {
+  if (!opt_.backend) opt_.backend = make_cube3d_backend();
+  default_model_dir_ = opt_.default_model_dir.empty() ? default_model_dir() : opt_.default_model_dir;
+  data_dir_ = opt_.data_dir.empty() ? host_.config_dir() : opt_.data_dir;
+  try {
+    form_ = form_from_json(json::parse(host_.setting("form", "{}")));
+  } catch (const std::exception&) {
+    form_ = FormSettings{};
+  }
+  history_ = std::make_unique<HistoryStore>((fs::path(data_dir_) / "history").string());
+  if (!history_->load_error().empty()) message(MsgLevel::Warning, history_->load_error());
+  latency_ = std::make_unique<LatencyLog>((fs::path(data_dir_) / "latency.jsonl").string());
+
+  WorkerOptions wo = opt_.worker;
+  editor::Host* h = &host_;
+  wo.wake = [h] { h->request_redraw(); };
+  const std::string hist_dir = history_->dir();
+  auto user_finish = opt_.worker.finish;
+  wo.finish = [hist_dir, user_finish](const JobSpec& s, JobOutput& o) {
+    if (user_finish) user_finish(s, o);
+    save_result(hist_dir, s, o);
+  };
+  worker_ = std::make_unique<Worker>(opt_.backend, std::move(wo));
+  if (opt_.preload) worker_->load_model(model_dir());
+  last_frame_at_ = 0;
+}
+
+Controller::~Controller() { shutdown(); }
+
+void Controller::shutdown() {
+  if (shut_) return;
+  shut_ = true;
+  if (worker_) worker_->shutdown();
+  if (settings_dirty_) save_settings_now();
+}
+
+void Controller::message(MsgLevel l, std::string text) {
+  if (l != MsgLevel::Info) host_.log(l == MsgLevel::Error ? editor::LogLevel::Error : editor::LogLevel::Warning, text);
+  messages_.push_back({l, std::move(text)});
+  if (messages_.size() > 8) messages_.erase(messages_.begin());
+}
+
+void Controller::form_changed() {
+  settings_dirty_ = true;
+  settings_changed_at_ = now_ms();
+}
+
+void Controller::save_settings_now() {
+  settings_dirty_ = false;
+  try {
+    host_.set_setting("form", to_json(form_).dump());
+  } catch (const std::exception& e) {
+    host_.log(editor::LogLevel::Warning, std::string("AI settings not saved: ") + e.what());
+  }
+}
+
+std::string Controller::model_dir() const { return form_.use_default_model ? default_model_dir_ : form_.model_dir; }
+
+void Controller::select_model(bool use_default, const std::string& dir) {
+  form_.use_default_model = use_default;
+  if (!use_default) form_.model_dir = dir;
+  form_changed();
+  check_valid_ = false;
+  worker_->load_model(model_dir());
+  model_.state = ModelStatus::State::Loading;
+  model_.dir = model_dir();
+  model_.fraction = 0;
+  model_.error.clear();
+  model_.info.reset();
+}
+
+const PromptCheck& Controller::prompt_check() {
+  if (!check_valid_ || cached_prompt_ != form_.prompt || cached_info_ != model_.info.get()) {
+    cached_prompt_ = form_.prompt;
+    cached_info_ = model_.info.get();
+    cached_check_ = check_prompt(cached_info_, cached_prompt_);
+    check_valid_ = true;
+  }
+  return cached_check_;
+}
+
+std::string Controller::unknown_words_message(const PromptCheck& pc) const {
+  if (pc.unknown_words.empty()) return {};
+  std::string s = "unknown words: ";
+  for (std::size_t i = 0; i < pc.unknown_words.size(); ++i) s += (i ? ", " : "") + pc.unknown_words[i];
+  s += " (the model will ignore them)";
+  if (model_.info && !model_.info->known_words.empty()) {
+    s += form_.use_default_model ? "; the default model knows these objects: " : "; this model knows these objects: ";
+    const auto& kw = model_.info->known_words;
+    const std::size_t n = std::min<std::size_t>(kw.size(), 60);
+    for (std::size_t i = 0; i < n; ++i) s += (i ? ", " : "") + kw[i];
+    if (kw.size() > n) s += ", ... (" + std::to_string(kw.size()) + " in all)";
+  }
+  return s;
+}
+
+std::uint64_t Controller::random_seed() { return rng_() & 0xffffffffull; }
+
+void Controller::default_spot() {
+  if (viewport_size_[0] > 0 && viewport_size_[1] > 0) {
+    editor::RayHit h = host_.raycast_viewport(viewport_size_[0] * 0.5f, viewport_size_[1] * 0.5f, true);
+    if (h.hit) {
+      spot_ = h.point;
+      return;
+    }
+  }
+  spot_ = {0.f, 0.f, 0.f};
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+void Controller::frame() {
+  const double t = now_ms();
+  if (last_frame_at_ > 0) {
+    const double dt = t - last_frame_at_;
+    recent_frames_.push_back(dt);
+    while (recent_frames_.size() > 120) recent_frames_.pop_front();
+    for (auto& [id, v] : jobs_)
+      if (v.state != JobState::Queued) v.frame_ms.push_back(dt);
+  }
+  last_frame_at_ = t;
+
+  Mail m = worker_->poll();
+  if (m.model) {
+    model_ = *m.model;
+    check_valid_ = false;
+  }
+  if (m.preview) {
+    auto it = jobs_.find(m.preview->job);
+    if (it != jobs_.end()) {
+      it->second.preview = m.preview->mesh;
+      it->second.preview_bounds = m.preview->mesh ? mesh_bounds(*m.preview->mesh) : Bounds{};
+      if (it->second.previews_seen == 0) it->second.first_preview_tokens = m.preview->tokens_done;
+      it->second.preview_tokens = m.preview->tokens_done;
+      it->second.previews_seen += std::max(1, m.previews);
+    }
+  }
+  if (m.progress) {
+    auto it = jobs_.find(m.progress->job);
+    if (it != jobs_.end()) {
+      it->second.progress = *m.progress;
+      if (it->second.progress.tokens_total == 0 && model_.info) it->second.progress.tokens_total = model_.info->num_tokens;
+    }
+  }
+  for (const auto& ev : m.events) handle_event(ev);
+
+  if (settings_dirty_ && t - settings_changed_at_ > 400) save_settings_now();
+}
+
+void Controller::handle_event(const JobEvent& ev) {
+  auto it = jobs_.find(ev.job);
+  if (it == jobs_.end()) return;
+  JobView& v = it->second;
+  if (ev.state == JobState::Queued) return;
+  v.state = ev.state;
+  v.progress.state = ev.state;
+  if (!is_terminal(ev.state)) return;
+  finish_job(ev, v);
+  jobs_.erase(it);
+}
+
+void Controller::finish_job(const JobEvent& ev, JobView& v) {
+  const std::string model_name = model_.info ? model_.info->name : fs::path(v.spec ? v.spec->model_dir : "").filename().string();
+  const std::string backend = model_.info ? model_.info->backend : "";
+  LatencyRecord rec = make_record(ev, v.frame_ms, model_name, backend);
+  latency_->add(rec);
+
+  last_ = LastJob{};
+  last_.id = ev.job;
+  last_.state = ev.state;
+  last_.prompt = v.spec ? v.spec->request.prompt : "";
+  last_.message = ev.message;
+  last_.previews_seen = v.previews_seen;
+  last_.preview_tokens_first = v.first_preview_tokens;
+  const std::string label = "'" + short_prompt(last_.prompt, 40) + "'";
+
+  if (ev.state == JobState::Done && ev.output) {
+    const JobOutput& out = *ev.output;
+    const GenerationStats& st = out.stats;
+    if (st.prompt_truncated)
+      message(MsgLevel::Warning, "The prompt was longer than 77 tokens and was truncated: the end of it was ignored.");
+    if (!st.unknown_words.empty() && v.purpose != "batch") {
+      PromptCheck pc;
+      pc.unknown_words = st.unknown_words;
+      message(MsgLevel::Warning, unknown_words_message(pc));
+    }
+    if (!out.save_error.empty()) message(MsgLevel::Warning, "The result was not saved to the history: " + out.save_error);
+    if (!out.mesh || out.mesh->empty()) {
+      message(MsgLevel::Warning, "The model produced no surface for " + label + " (seed " +
+                                     std::to_string(v.spec ? v.spec->request.seed : 0) +
+                                     "): nothing to place. Try another seed or prompt.");
+    } else {
+      last_.faces = out.mesh->face_count();
+      try {
+        last_.history_id = history_->add(*ev.spec, out);
+      } catch (const std::exception& e) {
+        message(MsgLevel::Warning, std::string("history not updated: ") + e.what());
+      }
+      if (v.place_when_done) last_.placed = place(out.mesh, last_.prompt, v.spot);
+      std::string text = "Generated " + label + " in " + seconds(out.wall_ms) + ": " + std::to_string(last_.faces) + " faces";
+      if (out.faces_before_cap > last_.faces) text += " (from " + std::to_string(out.faces_before_cap) + ")";
+      if (last_.placed != kNoEntity) text += "; placed (Ctrl+Z undoes it)";
+      message(MsgLevel::Info, text);
+    }
+  } else if (ev.state == JobState::Cancelled) {
+    const int tokens = ev.partial ? int(ev.partial->token_ms.size()) : 0;
+    message(MsgLevel::Info, "Cancelled " + label + (tokens ? " after " + std::to_string(tokens) + " tokens" : ""));
+  } else if (ev.state == JobState::Failed) {
+    message(MsgLevel::Error, "Generation of " + label + " failed: " + ev.message);
+  }
+
+  if (batch_ && !batch_->complete) {
+    Batch& b = *batch_;
+    if (std::find(b.jobs.begin(), b.jobs.end(), ev.job) != b.jobs.end()) {
+      b.finished++;
+      if (ev.state == JobState::Done) b.done++;
+      if (ev.state == JobState::Failed) b.failed++;
+      if (ev.state == JobState::Cancelled) b.cancelled++;
+      b.records.push_back(rec);
+      if (b.finished == b.jobs.size()) {
+        b.complete = true;
+        try {
+          if (!b.csv_path.empty()) write_file_atomic(b.csv_path, records_csv(b.records));
+          if (!b.json_path.empty()) write_file_atomic(b.json_path, records_json(b.records));
+          message(MsgLevel::Info, "Batch of " + std::to_string(b.jobs.size()) + " prompts finished (" +
+                                      std::to_string(b.done) + " done, " + std::to_string(b.failed) + " failed); report: " +
+                                      (b.csv_path.empty() ? b.json_path : b.csv_path));
+        } catch (const std::exception& e) {
+          b.report_error = e.what();
+          message(MsgLevel::Error, std::string("Batch report not written: ") + e.what());
+        }
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+JobId Controller::generate() {
+  messages_.clear();
+  const PromptCheck& pc = prompt_check();
+  if (pc.empty) {
+    message(MsgLevel::Error, "Type a prompt first: the prompt is empty.");
+    return 0;
+  }
+  if (busy()) {
+    message(MsgLevel::Error, "A generation is already running: wait for it or press Cancel (Esc).");
+    return 0;
+  }
+  const std::string dir = model_dir();
+  if (std::string why = check_model_dir(dir); !why.empty()) {
+    message(MsgLevel::Error, "Bad model directory: " + why +
+                                 (form_.use_default_model ? ". Set CUBEFORGE_MODEL_DIR or choose a model directory above."
+                                                          : ". Choose a directory with config.yaml, shape_gpt.safetensors, "
+                                                            "shape_tokenizer.safetensors and clip/."));
+    return 0;
+  }
+  if (model_.state == ModelStatus::State::Failed && model_.dir == dir) {
+    message(MsgLevel::Error, "The model could not be loaded: " + model_.error + " (fix the files, then press Reload)");
+    return 0;
+  }
+  const bool bbox = form_.use_bbox && model_takes_bbox();
+  if (bbox) {
+    if (std::string why = check_bbox(form_.bbox); !why.empty()) {
+      message(MsgLevel::Error, why);
+      return 0;
+    }
+  }
+  // Warnings (the job still runs).
+  bool warned_prompt = false;
+  if (pc.truncated) {
+    message(MsgLevel::Warning, "The prompt is " + std::to_string(pc.tokens) +
+                                   " tokens; the text encoder reads at most 75 (77 with start/end), so it will be "
+                                   "truncated and the end ignored.");
+    warned_prompt = true;
+  }
+  if (!pc.unknown_words.empty()) {
+    message(MsgLevel::Warning, unknown_words_message(pc));
+    warned_prompt = true;
+  }
+  JobSpec spec = make_spec(form_, dir, model_takes_bbox());
+  const JobId id = submit(std::move(spec), form_.auto_place, warned_prompt ? "generate-warned" : "generate");
+  if (form_.new_seed_each_run) {
+    form_.seed = random_seed();
+    form_changed();
+  }
+  return id;
+}
+
+JobId Controller::submit(JobSpec spec, bool place, const std::string& purpose) {
+  if (!spot_chosen_) default_spot();
+  JobView v;
+  v.spec = std::make_shared<const JobSpec>(spec);
+  v.place_when_done = place;
+  v.spot = spot_;
+  v.purpose = purpose;
+  v.progress.tokens_total = model_.info ? model_.info->num_tokens : 0;
+  const JobId id = worker_->submit(std::move(spec));
+  v.id = id;
+  v.progress.job = id;
+  jobs_[id] = std::move(v);
+  return id;
+}
+
+void Controller::cancel() {
+  if (jobs_.empty()) return;
+  worker_->cancel_all();
+  message(MsgLevel::Info, "Cancelling...");
+}
+
+const JobView* Controller::current() const {
+  for (const auto& [id, v] : jobs_)
+    if (v.state != JobState::Queued) return &v;
+  return jobs_.empty() ? nullptr : &jobs_.begin()->second;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+void Controller::set_spot(const Vec3& p, EntityId on) {
+  spot_ = p;
+  spot_chosen_ = true;
+  spot_entity_ = on;
+  for (auto& [id, v] : jobs_) v.spot = p;  // running jobs land where the user points now
+}
+
+bool Controller::pick_at(float x, float y) {
+  editor::RayHit h = host_.raycast_viewport(x, y, true);
+  if (!h.hit) return false;
+  set_spot(h.point, h.entity);
+  return true;
+}
+
+void Controller::arm_pick(const std::string& history_id) {
+  picking_ = true;
+  pick_history_ = history_id;
+  hover_.reset();
+}
+
+editor::ViewportReply Controller::on_viewport(const editor::ViewportEvent& ev) {
+  using editor::ViewportEvent;
+  using editor::ViewportReply;
+  if (ev.type == ViewportEvent::Type::Release && ev.button == editor::MouseButton::Left && swallow_release_) {
+    swallow_release_ = false;
+    return ViewportReply::Consumed;
+  }
+  if (!picking_) return ViewportReply::Ignored;
+  if (ev.type == ViewportEvent::Type::Move) {
+    editor::RayHit h = host_.raycast_viewport(ev.x, ev.y, true);
+    if (h.hit)
+      hover_ = h.point;
+    else
+      hover_.reset();
+    return ViewportReply::Ignored;
+  }
+  if (ev.type == ViewportEvent::Type::Press && ev.button == editor::MouseButton::Right) {
+    disarm_pick();
+    return ViewportReply::Consumed;
+  }
+  if (ev.type == ViewportEvent::Type::Press && ev.button == editor::MouseButton::Left && !ev.alt) {
+    swallow_release_ = true;
+    editor::RayHit h = host_.raycast_viewport(ev.x, ev.y, true);
+    if (!h.hit) {
+      message(MsgLevel::Warning, "Nothing under the cursor: click on the ground or on an object.");
+      return ViewportReply::Consumed;
+    }
+    const std::string hist = pick_history_;
+    disarm_pick();
+    if (!hist.empty())
+      history_place(hist, h.point);
+    else
+      set_spot(h.point, h.entity);
+    return ViewportReply::Consumed;
+  }
+  return ViewportReply::Ignored;
+}
+
+void Controller::draw_overlay(editor::OverlayDraw& d) {
+  viewport_size_ = d.viewport_size();
+  const JobView* j = current();
+  if (j && j->preview && !j->preview->empty()) {
+    const float s = fit_scale(j->preview_bounds.size(), j->spec ? j->spec->request.bbox : std::nullopt);
+    d.ghost_mesh(j->preview, ghost_transform(j->preview_bounds, s, j->spot), kGhostColor);
+  }
+  std::optional<Vec3> marker;
+  if (picking_ && hover_)
+    marker = hover_;
+  else if (j)
+    marker = j->spot;
+  else if (spot_chosen_ || picking_)
+    marker = spot_;
+  if (!marker) return;
+  const Vec3 p = *marker;
+  const float r = 0.25f;
+  d.line({p[0] - r, p[1], p[2]}, {p[0] + r, p[1], p[2]}, kSpotColor);
+  d.line({p[0], p[1], p[2] - r}, {p[0], p[1], p[2] + r}, kSpotColor);
+  d.line({p[0], p[1], p[2]}, {p[0], p[1] + 2 * r, p[2]}, kSpotColor);
+  const bool bbox = j ? (j->spec && j->spec->request.bbox) : (form_.use_bbox && model_takes_bbox());
+  if (bbox) {
+    const auto b = j ? *j->spec->request.bbox : form_.bbox;
+    editor::Transform t;
+    t.position = p;
+    d.box({-b[0] / 2, 0.f, -b[2] / 2}, {b[0] / 2, b[1], b[2] / 2}, t, kBoxColor);
+  }
+}
+
+EntityId Controller::place(std::shared_ptr<const Mesh> mesh, const std::string& prompt, const Vec3& spot,
+                           const std::string& step_prefix) {
+  if (!mesh || mesh->empty()) {
+    message(MsgLevel::Error, "Nothing to place: the mesh is empty.");
+    return kNoEntity;
+  }
+  std::string name = short_prompt(prompt, 32);
+  if (name.empty()) name = "Generated";
+  EntityId id = kNoEntity;
+  editor::Transform t;
+  t.position = spot;
+  const bool ok = host_.apply(step_prefix + short_prompt(prompt, 48), [&](editor::ChangeSet& cs) {
+    id = cs.add_mesh(name, mesh, t, kPlacedColor);
+    cs.select({id});
+  });
+  if (!ok) {
+    message(MsgLevel::Error, "Placing '" + name + "' failed (see the Output panel).");
+    return kNoEntity;
+  }
+  return id;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+EntityId Controller::history_place(const std::string& id, std::optional<Vec3> at) {
+  const HistoryEntry* e = history_->find(id);
+  if (!e) {
+    message(MsgLevel::Error, "No such history entry.");
+    return kNoEntity;
+  }
+  std::shared_ptr<const Mesh> mesh;
+  try {
+    mesh = history_->mesh(id);
+  } catch (const std::exception& ex) {
+    message(MsgLevel::Error, std::string("Cannot place from the history: ") + ex.what());
+    return kNoEntity;
+  }
+  if (!at && !spot_chosen_) default_spot();
+  const std::string prompt = e->prompt;
+  EntityId placed = place(mesh, prompt, at ? *at : spot_, "Place: ");
+  if (placed != kNoEntity) message(MsgLevel::Info, "Placed '" + short_prompt(prompt, 40) + "' from the history.");
+  return placed;
+}
+
+JobId Controller::history_regenerate(const std::string& id) {
+  const HistoryEntry* e = history_->find(id);
+  if (!e) return 0;
+  if (busy()) {
+    message(MsgLevel::Error, "A generation is already running: wait for it or press Cancel (Esc).");
+    return 0;
+  }
+  try {
+    JobSpec s = spec_from_json(e->spec);
+    return submit(std::move(s), form_.auto_place, "regenerate");
+  } catch (const std::exception& ex) {
+    message(MsgLevel::Error, std::string("Cannot regenerate: ") + ex.what());
+    return 0;
+  }
+}
+
+JobId Controller::history_variation(const std::string& id) {
+  const HistoryEntry* e = history_->find(id);
+  if (!e) return 0;
+  if (busy()) {
+    message(MsgLevel::Error, "A generation is already running: wait for it or press Cancel (Esc).");
+    return 0;
+  }
+  try {
+    JobSpec s = spec_from_json(e->spec);
+    s.request.seed = random_seed();
+    return submit(std::move(s), form_.auto_place, "variation");
+  } catch (const std::exception& ex) {
+    message(MsgLevel::Error, std::string("Cannot make a variation: ") + ex.what());
+    return 0;
+  }
+}
+
+bool Controller::history_export(const std::string& id, const std::string& path) {
+  try {
+    history_->export_mesh_to(id, path);
+    message(MsgLevel::Info, "Exported to " + path);
+    return true;
+  } catch (const std::exception& ex) {
+    message(MsgLevel::Error, std::string("Export failed: ") + ex.what());
+    return false;
+  }
+}
+
+bool Controller::history_delete(const std::string& id) {
+  try {
+    return history_->remove(id);
+  } catch (const std::exception& ex) {
+    message(MsgLevel::Error, std::string("History not updated: ") + ex.what());
+    return false;
+  }
+}
+
+std::string Controller::default_export_path(const std::string& id, const std::string& ext) const {
+  const HistoryEntry* e = history_->find(id);
+  const char* home = std::getenv("HOME");
+  const fs::path base = home && *home ? fs::path(home) / "cubeforge-exports" : fs::path(data_dir_) / "exports";
+  const std::string name = e ? sanitize_file_name(e->prompt) + "-" + std::to_string(e->seed) : "generated";
+  return (base / (name + ext)).string();
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+bool Controller::export_latency(const std::string& csv_path, const std::string& json_path) {
+  try {
+    if (!csv_path.empty()) latency_->export_csv(csv_path);
+    if (!json_path.empty()) latency_->export_json(json_path);
+    message(MsgLevel::Info, "Latency log (" + std::to_string(latency_->records().size()) + " jobs) written to " +
+                                (csv_path.empty() ? json_path : csv_path + (json_path.empty() ? "" : " and " + json_path)));
+    return true;
+  } catch (const std::exception& e) {
+    message(MsgLevel::Error, std::string("Latency export failed: ") + e.what());
+    return false;
+  }
+}
+
+double Controller::frame_ms_recent() const {
+  if (recent_frames_.empty()) return 0;
+  const std::size_t n = std::min<std::size_t>(recent_frames_.size(), 60);
+  double s = 0;
+  for (std::size_t i = recent_frames_.size() - n; i < recent_frames_.size(); ++i) s += recent_frames_[i];
+  return s / double(n);
+}
+
+double Controller::frame_ms_max_recent() const {
+  double m = 0;
+  for (double x : recent_frames_) m = std::max(m, x);
+  return m;
+}
+
+std::string Controller::default_report_path(const std::string& ext) const {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "latency-%Y%m%d-%H%M%S", &tm);
+  return (fs::path(data_dir_) / "reports" / (std::string(buf) + ext)).string();
+}
+
+bool Controller::run_batch(const std::vector<std::string>& prompts, const std::string& csv, const std::string& json_path,
+                           bool place) {
+  messages_.clear();
+  if (prompts.empty()) {
+    message(MsgLevel::Error, "The batch has no prompts.");
+    return false;
+  }
+  if (busy()) {
+    message(MsgLevel::Error, "A generation is already running: wait for it or cancel it before a batch.");
+    return false;
+  }
+  const std::string dir = model_dir();
+  if (std::string why = check_model_dir(dir); !why.empty()) {
+    message(MsgLevel::Error, "Bad model directory: " + why);
+    return false;
+  }
+  for (const auto& p : prompts)
+    if (check_prompt(nullptr, p).empty) {
+      message(MsgLevel::Error, "The batch contains an empty prompt.");
+      return false;
+    }
+  Batch b;
+  b.prompts = prompts;
+  b.csv_path = csv;
+  b.json_path = json_path;
+  for (const auto& p : prompts) {
+    FormSettings f = form_;
+    f.prompt = p;
+    b.jobs.push_back(submit(make_spec(f, dir, model_takes_bbox()), place, "batch"));
+  }
+  batch_ = std::move(b);
+  message(MsgLevel::Info, "Running a batch of " + std::to_string(prompts.size()) + " prompts...");
+  return true;
+}
+
+}  // namespace cubeforge::ai

@@ -1,0 +1,208 @@
+// The AI sidebar's UI-thread logic, independent of ImGui and GL: the form and its validation messages, the model
+// selector, job tracking (progress, previews, frame times), click-to-place and the ghost overlay, placement as one
+// named undo step, the history actions, the latency log and batch runs. The ImGui panel (ui/panel.*) only draws
+// from it and calls into it; the script commands (commands.cpp) drive the same calls, so tests exercise the real
+// logic through a headless editor PluginHost.
+//
+// Threads: everything here runs on the editor's main thread. The worker (worker/) owns the model; frame() drains
+// its mailbox once per frame and never waits on it.
+#pragma once
+#include "history/history.h"
+#include "latency/latency.h"
+#include "placement/placement.h"
+#include "settings/settings.h"
+#include "worker/worker.h"
+
+#include <cubeforge/editor/plugin_api.h>
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace cubeforge::ai {
+
+enum class MsgLevel { Info, Warning, Error };
+struct Message {
+  MsgLevel level = MsgLevel::Info;
+  std::string text;
+};
+
+// A job as the UI sees it (the running one, or queued ones).
+struct JobView {
+  JobId id = 0;
+  JobState state = JobState::Queued;
+  std::shared_ptr<const JobSpec> spec;
+  JobProgress progress;
+  std::shared_ptr<const Mesh> preview;
+  Bounds preview_bounds;
+  int preview_tokens = 0;
+  int previews_seen = 0;        // previews drained by the UI before the job ended
+  int first_preview_tokens = 0; // tokens done at the first preview the UI received
+  bool place_when_done = false;
+  Vec3 spot{0.f, 0.f, 0.f};
+  std::vector<double> frame_ms; // UI frame times while the job was active (not queued)
+  std::string purpose;          // "generate", "regenerate", "variation", "batch"
+};
+
+// Figures of the most recent finished job (for the HUD and status).
+struct LastJob {
+  JobId id = 0;
+  JobState state = JobState::Queued;
+  std::string prompt;
+  std::string message;
+  int previews_seen = 0;
+  int preview_tokens_first = 0;  // tokens done at the first preview the UI showed
+  editor::EntityId placed = editor::kNoEntity;
+  std::string history_id;
+  std::size_t faces = 0;
+};
+
+struct Batch {
+  std::vector<JobId> jobs;
+  std::vector<std::string> prompts;
+  std::string csv_path, json_path;
+  std::size_t finished = 0, done = 0, failed = 0, cancelled = 0;
+  bool complete = false;
+  std::string report_error;
+  std::vector<LatencyRecord> records;
+};
+
+struct ControllerOptions {
+  std::shared_ptr<ModelBackend> backend;   // default: the Cube3D backend
+  std::string default_model_dir;           // default: default_model_dir()
+  std::string data_dir;                    // history/ and latency.jsonl; default: Host::config_dir()
+  WorkerOptions worker;                    // wake and finish are filled in by the controller
+  bool preload = true;                     // load the model at start
+};
+
+class Controller {
+ public:
+  Controller(editor::Host& host, ControllerOptions options);
+  ~Controller();
+  void shutdown();  // stops the worker (joins), saves settings
+
+  // Once per frame on the main thread.
+  void frame();
+
+  // ---- form & model ----
+  FormSettings& form() { return form_; }
+  void form_changed();  // saves the settings shortly after the last change
+  std::string model_dir() const;
+  const std::string& default_model() const { return default_model_dir_; }
+  void select_model(bool use_default, const std::string& dir = {});  // (re)loads in the background
+  const ModelStatus& model() const { return model_; }
+  const ModelInfo* model_info() const { return model_.info.get(); }
+  bool model_takes_bbox() const { return model_.info && model_.info->use_bbox; }
+  const PromptCheck& prompt_check();  // of form().prompt against the loaded model (cached)
+  std::string unknown_words_message(const PromptCheck& pc) const;
+  std::uint64_t random_seed();
+
+  // ---- generation ----
+  // Validates the form; on success queues a job (placed where the spot is when it is done if auto_place).
+  // Returns the job id, or 0 with an error message in messages().
+  JobId generate();
+  JobId submit(JobSpec spec, bool place, const std::string& purpose);
+  void cancel();  // the running job and everything queued
+  bool busy() const { return !jobs_.empty(); }
+  const JobView* current() const;  // the running (or first queued) job
+  const std::map<JobId, JobView>& jobs() const { return jobs_; }
+  const LastJob& last() const { return last_; }
+  const std::vector<Message>& messages() const { return messages_; }
+  void clear_messages() { messages_.clear(); }
+
+  // ---- placement ----
+  Vec3 spot() const { return spot_; }
+  bool spot_chosen() const { return spot_chosen_; }
+  void set_spot(const Vec3& p, editor::EntityId on = editor::kNoEntity);
+  bool pick_at(float x, float y);   // viewport pixel → spot (ray hit on ground or object)
+  void arm_pick(const std::string& history_id = {});  // next viewport click chooses the spot (or places that entry)
+  void disarm_pick() { picking_ = false; pick_history_.clear(); }
+  bool picking() const { return picking_; }
+  const std::string& picking_history() const { return pick_history_; }
+  editor::ViewportReply on_viewport(const editor::ViewportEvent& ev);
+  void draw_overlay(editor::OverlayDraw& d);
+  // Adds the mesh at the spot as one undo step; returns the entity (kNoEntity on failure, message shown).
+  editor::EntityId place(std::shared_ptr<const Mesh> mesh, const std::string& prompt, const Vec3& spot,
+                         const std::string& step_prefix = "Generate: ");
+
+  // ---- history ----
+  HistoryStore& history() { return *history_; }
+  editor::EntityId history_place(const std::string& id, std::optional<Vec3> at = std::nullopt);
+  JobId history_regenerate(const std::string& id);  // same seed and settings: identical result
+  JobId history_variation(const std::string& id);   // same settings, new seed
+  bool history_export(const std::string& id, const std::string& path);
+  bool history_delete(const std::string& id);
+  std::string default_export_path(const std::string& id, const std::string& ext = ".glb") const;
+
+  // ---- latency ----
+  LatencyLog& latency() { return *latency_; }
+  const LatencyRecord* last_record() const { return latency_->records().empty() ? nullptr : &latency_->records().back(); }
+  bool export_latency(const std::string& csv_path, const std::string& json_path);
+  double frame_ms_recent() const;  // mean of the last frames
+  double frame_ms_max_recent() const;
+  std::string default_report_path(const std::string& ext) const;
+
+  // ---- batch (tester regression run) ----
+  // Queues one job per prompt with the current form; when all have ended, writes the CSV/JSON report.
+  bool run_batch(const std::vector<std::string>& prompts, const std::string& csv, const std::string& json, bool place);
+  const std::optional<Batch>& batch() const { return batch_; }
+
+  // ---- script commands (commands.cpp) ----
+  void register_commands();
+  std::string status_json() const;
+
+  editor::Host& host() { return host_; }
+  const std::string& data_dir() const { return data_dir_; }
+
+ private:
+  void message(MsgLevel l, std::string text);
+  void handle_event(const JobEvent& ev);
+  void finish_job(const JobEvent& ev, JobView& view);
+  void save_settings_now();
+  void default_spot();
+
+  editor::Host& host_;
+  ControllerOptions opt_;
+  std::string default_model_dir_;
+  std::string data_dir_;
+  FormSettings form_;
+  bool settings_dirty_ = false;
+  double settings_changed_at_ = 0;
+  ModelStatus model_;
+  std::string loaded_dir_request_;
+
+  std::unique_ptr<Worker> worker_;
+  std::map<JobId, JobView> jobs_;
+  LastJob last_;
+  std::vector<Message> messages_;
+
+  Vec3 spot_{0.f, 0.f, 0.f};
+  bool spot_chosen_ = false;
+  editor::EntityId spot_entity_ = editor::kNoEntity;
+  bool picking_ = false;
+  bool swallow_release_ = false;
+  std::string pick_history_;
+  std::optional<Vec3> hover_;
+  std::array<float, 2> viewport_size_{0.f, 0.f};
+
+  std::unique_ptr<HistoryStore> history_;
+  std::unique_ptr<LatencyLog> latency_;
+  std::optional<Batch> batch_;
+
+  double last_frame_at_ = 0;
+  std::deque<double> recent_frames_;
+
+  std::string cached_prompt_;
+  const ModelInfo* cached_info_ = nullptr;
+  PromptCheck cached_check_;
+  bool check_valid_ = false;
+
+  std::mt19937_64 rng_;
+  bool shut_ = false;
+};
+
+}  // namespace cubeforge::ai

@@ -1,0 +1,62 @@
+// Generation history, kept across restarts in the plugin's own folder:
+//   <dir>/history.json        index (newest last): prompt, seed, the full job settings, statistics, file names
+//   <dir>/<id>.glb            the placed mesh (base-centred, Y up, as placed)
+//   <dir>/<id>.png            its thumbnail (software-rendered, thumbnail.h)
+// Every file is written through a temporary + rename. save_result() is safe on any thread (the worker calls it
+// through WorkerOptions::finish); the HistoryStore object itself is UI-thread only. A corrupt index is moved aside
+// as history.json.bad and the history starts empty (reported in load_error()).
+#pragma once
+#include "worker/job.h"
+
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace cubeforge::ai {
+
+struct HistoryEntry {
+  std::string id;
+  std::string prompt;
+  std::uint64_t seed = 0;
+  std::string created;        // ISO 8601
+  nlohmann::json spec;        // spec_to_json(JobSpec)
+  std::size_t faces = 0, vertices = 0;
+  double total_ms = 0;
+  std::string mesh_file, thumb_file;  // names inside the history folder ("" when missing)
+  // Runtime caches (not persisted).
+  std::shared_ptr<const Mesh> mesh;
+  std::shared_ptr<const RgbaImage> thumb;
+  bool thumb_tried = false;
+};
+
+// Writes <dir>/<id>.glb and <dir>/<id>.png for a finished job and fills out.saved_id / out.thumbnail. Any thread.
+void save_result(const std::string& dir, const JobSpec& spec, JobOutput& out);
+
+class HistoryStore {
+ public:
+  explicit HistoryStore(std::string dir, std::size_t max_entries = 200);
+  const std::string& dir() const { return dir_; }
+  const std::string& load_error() const { return load_error_; }
+  const std::vector<HistoryEntry>& entries() const { return entries_; }
+  const HistoryEntry* find(const std::string& id) const;
+
+  // Adds the entry for a finished job (after save_result). Trims the oldest beyond max_entries. Returns its id.
+  std::string add(const JobSpec& spec, const JobOutput& out);
+  bool remove(const std::string& id);  // deletes its files too
+  // The entry's mesh, loaded from its .glb on first use. Throws Error when the file is gone or unreadable.
+  std::shared_ptr<const Mesh> mesh(const std::string& id);
+  std::shared_ptr<const RgbaImage> thumbnail(const std::string& id);  // null when none
+  void export_mesh_to(const std::string& id, const std::string& path);  // any format mesh_io knows
+  void save_index() const;  // throws Error
+
+ private:
+  HistoryEntry* find_mut(const std::string& id);
+  std::string dir_;
+  std::size_t max_;
+  std::string load_error_;
+  std::vector<HistoryEntry> entries_;
+};
+
+}  // namespace cubeforge::ai

@@ -1,0 +1,81 @@
+// Latency figures for testers: one LatencyRecord per finished job (done, cancelled or failed), built from the
+// library's GenerationStats plus what only the plugin sees (queue wait, UI frame times while the job ran), and a
+// LatencyLog that appends every record to a JSON-lines file and exports the whole log as CSV or JSON.
+#pragma once
+#include "worker/job.h"
+
+#include <string>
+#include <vector>
+
+namespace cubeforge::ai {
+
+struct Percentiles {
+  double p50 = 0, p95 = 0, max = 0, mean = 0;
+  std::size_t n = 0;
+};
+// Nearest-rank percentiles of a sample (empty sample: all zero).
+Percentiles percentiles(std::vector<double> v);
+
+struct LatencyRecord {
+  JobId job = 0;
+  std::string time;           // ISO 8601 local time the job ended
+  std::string prompt;
+  std::uint64_t seed = 0;
+  std::string state;          // done / cancelled / failed
+  std::string error;
+  std::string model;
+  std::string backend;
+  int resolution = 0;
+  int tokens = 0;             // tokens produced
+  int tokens_total = 0;
+  double queue_ms = 0;
+  double load_ms = 0;
+  double text_ms = 0;
+  double ttft_ms = 0;         // request start → first token
+  double first_preview_ms = 0;
+  Percentiles tpot_ms;        // time per output token (intervals between tokens, previews included)
+  double tokens_per_s = 0;
+  double gpt_ms = 0;          // prefill + every decode step
+  double decode_ms = 0;       // shape decode: latents + occupancy field
+  double meshing_ms = 0;      // marching cubes + clean-up + decimation/fit
+  double total_ms = 0;        // worker pickup → result
+  int previews = 0;
+  double preview_ms = 0;      // total time spent building previews
+  std::size_t faces = 0;
+  Percentiles ui_frame_ms;    // editor frame times while the job ran
+};
+
+// Fills a record from a job's terminal event; frame_ms are the UI frame times measured during the job.
+LatencyRecord make_record(const JobEvent& ev, const std::vector<double>& frame_ms, const std::string& model,
+                          const std::string& backend);
+
+std::string to_json(const LatencyRecord& r);  // one line
+std::vector<std::string> csv_columns();
+std::string to_csv_row(const LatencyRecord& r);
+
+// CSV (header + one row per record) and JSON ({"summary": percentiles over the done jobs, "jobs": [...]}).
+std::string records_csv(const std::vector<LatencyRecord>& records);
+std::string records_json(const std::vector<LatencyRecord>& records);
+
+class LatencyLog {
+ public:
+  // path: JSON-lines file that every record is appended to (empty: memory only). Existing lines are read back.
+  explicit LatencyLog(std::string path = {}, std::size_t keep = 10000);
+  void add(const LatencyRecord& r);
+  const std::vector<LatencyRecord>& records() const { return records_; }
+  void clear();  // memory and file
+  // The whole log as CSV / JSON. Atomic write; throws Error.
+  void export_csv(const std::string& path) const;
+  void export_json(const std::string& path) const;
+
+ private:
+  std::string path_;
+  std::size_t keep_;
+  std::vector<LatencyRecord> records_;
+};
+
+// Writes text to path through a temporary file in the same directory + rename (fsync first when durable), so
+// readers see the old or the new file, never a partial one. Creates missing parent folders. Throws cubeforge::Error.
+void write_file_atomic(const std::string& path, const std::string& text, bool durable = true);
+
+}  // namespace cubeforge::ai

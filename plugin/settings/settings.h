@@ -1,0 +1,50 @@
+// The sidebar's form (everything the user sets before pressing Generate), its JSON form for the editor's
+// per-plugin settings, and the translation form → JobSpec. Also JobSpec ↔ JSON for the history. No GL/ImGui.
+#pragma once
+#include "worker/job.h"
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+namespace cubeforge::ai {
+
+struct FormSettings {
+  std::string prompt;
+  std::uint64_t seed = 42;
+  bool new_seed_each_run = false;    // pick a fresh seed after every generation
+  float guidance = 3.0f;
+  bool top_p = false;                // false: greedy
+  float top_p_value = 0.9f;
+  bool use_bbox = false;             // only offered when the model takes a bounding box
+  std::array<float, 3> bbox{1.f, 1.f, 1.f};
+  bool aspect_lock = true;
+  int resolution = 7;                // MeshOptions::resolution_base, 4..9
+  bool adaptive_occupancy = true;
+  bool face_cap_on = true;
+  int face_cap = 20000;
+  AttentionMode attention = AttentionMode::Reference;
+  bool previews = true;
+  int preview_every = 16;            // K (grown adaptively)
+  int preview_resolution = 5;
+  float preview_max_overhead = 0.10f;
+  bool auto_place = true;            // place the result when it is done
+  bool use_default_model = true;
+  std::string model_dir;             // when !use_default_model
+};
+
+nlohmann::json to_json(const FormSettings& f);
+FormSettings form_from_json(const nlohmann::json& j);  // missing/invalid keys keep their defaults
+// Applies the keys present in j onto f (script commands: {"prompt": ..., "seed": ..., ...}). Throws Error on a
+// value of the wrong type.
+void apply_json(FormSettings& f, const nlohmann::json& j);
+
+// The job the form asks for (bbox only when use_bbox and the model takes one).
+JobSpec make_spec(const FormSettings& f, const std::string& model_dir, bool model_takes_bbox);
+
+nlohmann::json spec_to_json(const JobSpec& s);
+JobSpec spec_from_json(const nlohmann::json& j);
+
+}  // namespace cubeforge::ai

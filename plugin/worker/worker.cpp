@@ -1,0 +1,454 @@
+// The AI worker thread: queue, per-job state machine, model ownership, mailbox. See worker.h for the contract.
+#include "worker/worker.h"
+
+#include "placement/placement.h"
+
+#include <cubeforge/error.h>
+#include <cubeforge/mesh_io.h>
+
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+
+namespace cubeforge::ai {
+
+double now_ms() {
+  using namespace std::chrono;
+  return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
+}
+
+const char* to_string(JobState s) {
+  switch (s) {
+    case JobState::Queued: return "queued";
+    case JobState::Loading: return "loading";
+    case JobState::Generating: return "generating";
+    case JobState::Meshing: return "meshing";
+    case JobState::Done: return "done";
+    case JobState::Cancelled: return "cancelled";
+    case JobState::Failed: return "failed";
+  }
+  return "?";
+}
+
+const char* to_string(ModelStatus::State s) {
+  switch (s) {
+    case ModelStatus::State::None: return "none";
+    case ModelStatus::State::Loading: return "loading";
+    case ModelStatus::State::Ready: return "ready";
+    case ModelStatus::State::Failed: return "failed";
+  }
+  return "?";
+}
+
+Worker::Worker(std::shared_ptr<ModelBackend> backend, WorkerOptions options)
+    : backend_(std::move(backend)), opt_(std::move(options)) {
+  thread_ = std::thread([this] { run(); });
+}
+
+Worker::~Worker() { shutdown(); }
+
+void Worker::shutdown() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    if (running_cancel_) running_cancel_->cancel();
+    queue_.clear();
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Worker::load_model(const std::string& dir) {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return;
+    if (running_is_load_ && running_cancel_) running_cancel_->cancel();
+    queue_.erase(std::remove_if(queue_.begin(), queue_.end(), [](const Item& i) { return i.kind == Item::Kind::Load; }),
+                 queue_.end());
+    Item it;
+    it.kind = Item::Kind::Load;
+    it.dir = dir;
+    it.cancel = std::make_shared<CancelToken>();
+    queue_.push_front(std::move(it));
+  }
+  cv_.notify_one();
+}
+
+JobId Worker::submit(JobSpec spec) {
+  JobEvent ev;
+  {
+    std::lock_guard lock(mu_);
+    Item it;
+    it.kind = Item::Kind::Job;
+    it.id = next_id_++;
+    it.spec = std::make_shared<JobSpec>(std::move(spec));
+    it.cancel = std::make_shared<CancelToken>();
+    it.submit_time = now_ms();
+    ev.job = it.id;
+    ev.state = JobState::Queued;
+    ev.spec = it.spec;
+    if (stopping_) {
+      ev.state = JobState::Cancelled;
+      ev.message = "the worker is shutting down";
+    } else {
+      queue_.push_back(it);
+    }
+    mail_.events.push_back(ev);
+  }
+  cv_.notify_one();
+  maybe_wake(true);
+  return ev.job;
+}
+
+bool Worker::cancel(JobId id) {
+  bool found = false;
+  {
+    std::lock_guard lock(mu_);
+    for (auto it = queue_.begin(); it != queue_.end(); ++it) {
+      if (it->kind == Item::Kind::Job && it->id == id) {
+        JobEvent ev;
+        ev.job = id;
+        ev.state = JobState::Cancelled;
+        ev.message = "cancelled before it started";
+        ev.spec = it->spec;
+        mail_.events.push_back(std::move(ev));
+        queue_.erase(it);
+        found = true;
+        break;
+      }
+    }
+    if (!found && running_ == id && running_cancel_) {
+      running_cancel_->cancel();
+      found = true;
+    }
+  }
+  if (found) maybe_wake(true);
+  return found;
+}
+
+void Worker::cancel_all() {
+  std::vector<Item> dropped;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& it : queue_)
+      if (it.kind == Item::Kind::Job) dropped.push_back(it);
+    queue_.erase(std::remove_if(queue_.begin(), queue_.end(), [](const Item& i) { return i.kind == Item::Kind::Job; }),
+                 queue_.end());
+    for (auto& it : dropped) {
+      JobEvent ev;
+      ev.job = it.id;
+      ev.state = JobState::Cancelled;
+      ev.message = "cancelled before it started";
+      ev.spec = it.spec;
+      mail_.events.push_back(std::move(ev));
+    }
+    if (running_ && running_cancel_) running_cancel_->cancel();
+  }
+  maybe_wake(true);
+}
+
+Mail Worker::poll() {
+  std::lock_guard lock(mu_);
+  Mail out = std::move(mail_);
+  mail_ = Mail{};
+  return out;
+}
+
+ModelStatus Worker::model_status() const {
+  std::lock_guard lock(mu_);
+  return model_status_;
+}
+
+std::size_t Worker::queued() const {
+  std::lock_guard lock(mu_);
+  return std::size_t(std::count_if(queue_.begin(), queue_.end(), [](const Item& i) { return i.kind == Item::Kind::Job; }));
+}
+
+JobId Worker::running() const {
+  std::lock_guard lock(mu_);
+  return running_;
+}
+
+void Worker::maybe_wake(bool force) {
+  if (!opt_.wake) return;
+  const double t = now_ms();
+  {
+    std::lock_guard lock(mu_);
+    if (!force && t - last_wake_ < opt_.wake_interval_ms) return;
+    last_wake_ = t;
+  }
+  opt_.wake();
+}
+
+void Worker::post_event(JobEvent ev) {
+  {
+    std::lock_guard lock(mu_);
+    mail_.events.push_back(std::move(ev));
+  }
+  maybe_wake(true);
+}
+
+void Worker::post_progress(const JobProgress& p, bool force_wake) {
+  {
+    std::lock_guard lock(mu_);
+    mail_.progress = p;
+  }
+  maybe_wake(force_wake);
+}
+
+void Worker::post_preview(PreviewUpdate p) {
+  {
+    std::lock_guard lock(mu_);
+    mail_.preview = std::move(p);
+    mail_.previews++;
+  }
+  maybe_wake(true);
+}
+
+void Worker::set_model_status(const ModelStatus& st, bool force_wake) {
+  {
+    std::lock_guard lock(mu_);
+    model_status_ = st;
+    mail_.model = st;
+  }
+  maybe_wake(force_wake);
+}
+
+void Worker::fault(const char* point, JobId job) {
+  if (opt_.fault) opt_.fault(point, job);
+}
+
+void Worker::run() {
+  if (opt_.lower_priority) {
+    // Per-thread nice on Linux; OpenMP threads this thread creates inherit it. Failure is harmless.
+    (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 5);
+  }
+  for (;;) {
+    Item it;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (stopping_) break;
+      it = std::move(queue_.front());
+      queue_.pop_front();
+      running_ = it.kind == Item::Kind::Job ? it.id : 0;
+      running_cancel_ = it.cancel;
+      running_is_load_ = it.kind == Item::Kind::Load;
+    }
+    if (it.kind == Item::Kind::Load)
+      run_load(it);
+    else
+      run_job(it);
+    {
+      std::lock_guard lock(mu_);
+      running_ = 0;
+      running_cancel_.reset();
+      running_is_load_ = false;
+    }
+  }
+  model_.reset();
+}
+
+void Worker::ensure_model(const std::string& dir, const CancelToken* cancel, JobId job,
+                          const std::shared_ptr<JobSpec>& spec, double t0) {
+  if (model_ && model_dir_ == dir) return;
+  model_.reset();  // free the old model before loading the next one
+  model_dir_.clear();
+  ModelStatus st;
+  st.state = ModelStatus::State::Loading;
+  st.dir = dir;
+  st.stage = "starting";
+  set_model_status(st, true);
+  const double tl = now_ms();
+  try {
+    fault("load", job);
+    auto progress = [&](float f, const std::string& stage) {
+      st.fraction = f;
+      st.stage = stage;
+      set_model_status(st, false);
+      if (job) {
+        JobProgress p;
+        p.job = job;
+        p.state = JobState::Loading;
+        p.stage = "model: " + stage;
+        p.load_fraction = f;
+        p.elapsed_ms = now_ms() - t0;
+        post_progress(p, false);
+      }
+    };
+    model_ = backend_->load(dir, progress, cancel);
+    if (!model_) throw Error("the model backend returned no model for '" + dir + "'");
+    model_dir_ = dir;
+  } catch (const Cancelled&) {
+    model_.reset();
+    ModelStatus none;
+    none.dir = dir;
+    none.stage = "load cancelled";
+    set_model_status(none, true);
+    throw;
+  } catch (const std::exception& e) {
+    model_.reset();
+    ModelStatus bad;
+    bad.state = ModelStatus::State::Failed;
+    bad.dir = dir;
+    bad.error = e.what();
+    set_model_status(bad, true);
+    throw;
+  }
+  (void)spec;
+  ModelStatus ready;
+  ready.state = ModelStatus::State::Ready;
+  ready.dir = dir;
+  ready.fraction = 1.f;
+  ready.stage = "ready";
+  ready.info = model_->info();
+  ready.load_ms = now_ms() - tl;
+  set_model_status(ready, true);
+}
+
+void Worker::run_load(const Item& it) {
+  try {
+    ensure_model(it.dir, it.cancel.get(), 0, nullptr, now_ms());
+  } catch (...) {
+    // Reported through the model status.
+  }
+}
+
+void Worker::run_job(const Item& it) {
+  const JobId id = it.id;
+  const double t0 = now_ms();
+  const CancelToken* cancel = it.cancel.get();
+  auto spec = it.spec;
+  JobState state = JobState::Loading;
+  auto partial = std::make_shared<GenerationStats>();
+  auto event = [&](JobState s, std::string msg = {}) {
+    state = s;
+    JobEvent ev;
+    ev.job = id;
+    ev.state = s;
+    ev.message = std::move(msg);
+    ev.spec = spec;
+    return ev;
+  };
+  JobProgress prog;
+  prog.job = id;
+  try {
+    post_event(event(JobState::Loading));
+    fault("start", id);
+    throw_if_cancelled(cancel);
+    const double tl = now_ms();
+    const bool had_model = model_ && model_dir_ == spec->model_dir;
+    ensure_model(spec->model_dir, cancel, id, spec, t0);
+    const double load_ms = had_model ? 0.0 : now_ms() - tl;
+    throw_if_cancelled(cancel);
+
+    auto info = model_->info();
+    post_event(event(JobState::Generating));
+    prog.state = JobState::Generating;
+    prog.stage = "text";
+    prog.tokens_total = info ? info->num_tokens : 0;
+    prog.elapsed_ms = now_ms() - t0;
+    post_progress(prog, true);
+
+    JobSpec run_spec = *spec;
+    run_spec.mesh.base_pivot = true;
+    double first_token_at = -1;
+    auto on_token = [&](const TokenEvent& e) {
+      partial->token_ms.push_back(e.elapsed_ms);
+      if (partial->token_ms.size() == 1) partial->ttft_ms = e.elapsed_ms;
+      fault("token", id);
+      const double t = now_ms();
+      if (first_token_at < 0) first_token_at = t;
+      prog.stage = "gpt";
+      prog.tokens_done = e.index + 1;
+      prog.elapsed_ms = t - t0;
+      const double span = t - first_token_at;
+      if (prog.tokens_done > 1 && span > 0) {
+        prog.tokens_per_s = (prog.tokens_done - 1) * 1000.0 / span;
+        prog.eta_ms = prog.tokens_total > prog.tokens_done ? (prog.tokens_total - prog.tokens_done) * 1000.0 / prog.tokens_per_s : 0;
+      }
+      post_progress(prog, false);
+    };
+    auto on_preview = [&](int tokens_done, const Mesh& m) {
+      fault("preview", id);
+      PreviewUpdate p;
+      p.job = id;
+      p.tokens_done = tokens_done;
+      p.at_ms = now_ms() - t0;
+      p.mesh = std::make_shared<const Mesh>(m);
+      post_preview(std::move(p));
+    };
+    auto on_stage = [&](const std::string& s) {
+      if (s == "gpt" || s == "text") return;
+      if (state == JobState::Generating) {
+        post_event(event(JobState::Meshing));
+        prog.state = JobState::Meshing;
+      }
+      prog.stage = s;
+      prog.elapsed_ms = now_ms() - t0;
+      post_progress(prog, true);
+      fault("meshing", id);
+    };
+    ShapeResult r = model_->generate(run_spec, on_token, on_preview, cancel, on_stage);
+    throw_if_cancelled(cancel);
+    if (state == JobState::Generating) {  // a backend that reports no mesh stages
+      post_event(event(JobState::Meshing));
+      prog.state = JobState::Meshing;
+      fault("meshing", id);
+    }
+
+    auto out = std::make_shared<JobOutput>();
+    out->queue_ms = t0 - it.submit_time;
+    out->load_ms = load_ms;
+    out->faces_before_cap = r.mesh.face_count();
+    prog.stage = "decimate";
+    post_progress(prog, true);
+    fault("decimate", id);
+    const double td = now_ms();
+    if (spec->face_cap > 0 && r.mesh.face_count() > spec->face_cap) {
+      DecimateOptions d;
+      d.max_faces = spec->face_cap;
+      decimate_mesh(r.mesh, d);
+    }
+    throw_if_cancelled(cancel);
+    const Bounds b = mesh_bounds(r.mesh);
+    out->fit_scale = fit_scale(b.size(), spec->request.bbox);
+    base_centre_and_scale(r.mesh, out->fit_scale);
+    out->decimate_ms = now_ms() - td;
+    fault("finish", id);
+    throw_if_cancelled(cancel);
+    out->mesh = std::make_shared<const Mesh>(std::move(r.mesh));
+    out->tokens = std::move(r.tokens);
+    out->stats = std::move(r.stats);
+    out->wall_ms = now_ms() - t0;  // the result is ready; saving it to the history is not counted
+    if (opt_.finish) {
+      prog.stage = "saving";
+      post_progress(prog, true);
+      try {
+        opt_.finish(*spec, *out);
+      } catch (const std::exception& e) {
+        out->save_error = e.what();
+      }
+    }
+    JobEvent done = event(JobState::Done);
+    done.output = std::move(out);
+    post_event(std::move(done));
+  } catch (const Cancelled&) {
+    JobEvent ev = event(JobState::Cancelled, "cancelled");
+    ev.partial = partial;
+    post_event(std::move(ev));
+  } catch (const std::exception& e) {
+    JobEvent ev = event(JobState::Failed, e.what());
+    ev.partial = partial;
+    post_event(std::move(ev));
+  } catch (...) {
+    JobEvent ev = event(JobState::Failed, "unknown error in the worker");
+    ev.partial = partial;
+    post_event(std::move(ev));
+  }
+}
+
+}  // namespace cubeforge::ai

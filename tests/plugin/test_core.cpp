@@ -1,0 +1,277 @@
+// GL-free pieces of the AI plugin: placement math, bbox range checks, form/spec JSON, latency percentiles and the
+// CSV/JSON report, the history store (files, reopen, corrupt index), the software thumbnail, model-dir checks.
+#include "fake_backend.h"
+#include "history/history.h"
+#include "history/thumbnail.h"
+#include "latency/latency.h"
+#include "placement/placement.h"
+#include "settings/settings.h"
+#include "worker/cube3d_backend.h"
+#include "worker_test_util.h"
+
+#include <cubeforge/error.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+using namespace cubeforge;
+using namespace cubeforge::ai;
+using namespace cubeforge::ai::testing;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    path = fs::temp_directory_path() / ("cf_ai_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter()++));
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  static int& counter() {
+    static int c = 0;
+    return c;
+  }
+};
+}  // namespace
+
+TEST(AiPlacement, BoundsFitAndGhostTransform) {
+  Mesh m = box_mesh(1, 1.f, 2.f, 0.5f);
+  Bounds b = mesh_bounds(m);
+  ASSERT_TRUE(b.valid);
+  EXPECT_FLOAT_EQ(b.size()[0], 2.f);
+  EXPECT_FLOAT_EQ(b.size()[1], 4.f);
+  EXPECT_FLOAT_EQ(b.size()[2], 1.f);
+  EXPECT_FLOAT_EQ(fit_scale(b.size(), std::nullopt), 1.f);
+  EXPECT_FLOAT_EQ(fit_scale(b.size(), std::array<float, 3>{4.f, 4.f, 4.f}), 1.f);
+  EXPECT_FLOAT_EQ(fit_scale(b.size(), std::array<float, 3>{1.f, 8.f, 8.f}), 0.5f);
+  // Ghost: base centre lands on the spot.
+  const Vec3 spot{3.f, 1.f, -2.f};
+  auto t = ghost_transform(b, 0.5f, spot);
+  const float base_y = t.position[1] + 0.5f * b.min[1];
+  EXPECT_FLOAT_EQ(base_y, 1.f);
+  EXPECT_FLOAT_EQ(t.position[0] + 0.5f * 0.5f * (b.min[0] + b.max[0]), 3.f);
+  base_centre_and_scale(m, 2.f);
+  Bounds c = mesh_bounds(m);
+  EXPECT_FLOAT_EQ(c.min[1], 0.f);
+  EXPECT_FLOAT_EQ(c.max[1], 8.f);
+  EXPECT_FLOAT_EQ(c.min[0], -2.f);
+}
+
+TEST(AiPlacement, BBoxRangeMessages) {
+  EXPECT_EQ(check_bbox({1.f, 2.f, 0.5f}), "");
+  EXPECT_NE(check_bbox({0.f, 1.f, 1.f}).find("out of range"), std::string::npos);
+  EXPECT_NE(check_bbox({-1.f, 1.f, 1.f}).find("between"), std::string::npos);
+  EXPECT_NE(check_bbox({5000.f, 1.f, 1.f}).find("out of range"), std::string::npos);
+  EXPECT_NE(check_bbox({std::nanf(""), 1.f, 1.f}).find("out of range"), std::string::npos);
+  EXPECT_NE(check_bbox({100.f, 1.f, 1.f}).find("shortest"), std::string::npos);
+}
+
+TEST(AiPlacement, ShortPrompt) {
+  EXPECT_EQ(short_prompt("  a   red\nchair "), "a red chair");
+  const std::string s = short_prompt(std::string(100, 'x'), 10);
+  EXPECT_EQ(s, std::string(10, 'x') + "\xE2\x80\xA6");
+}
+
+TEST(AiSettings, FormRoundTripAndStrictApply) {
+  FormSettings f;
+  f.prompt = "a lamp";
+  f.seed = 123456789012ull;
+  f.top_p = true;
+  f.top_p_value = 0.7f;
+  f.bbox = {1.f, 2.f, 3.f};
+  f.use_bbox = true;
+  f.attention = AttentionMode::Causal;
+  f.resolution = 6;
+  const FormSettings g = form_from_json(to_json(f));
+  EXPECT_EQ(to_json(g), to_json(f));
+  // Lenient load of junk keeps defaults; strict apply rejects wrong types.
+  EXPECT_EQ(form_from_json(json{{"seed", "nope"}}).seed, FormSettings{}.seed);
+  EXPECT_THROW(apply_json(f, json{{"seed", "nope"}}), Error);
+  apply_json(f, json{{"resolution", 99}});
+  EXPECT_EQ(f.resolution, 9);
+
+  JobSpec s = make_spec(f, "/m", true);
+  EXPECT_TRUE(s.request.bbox.has_value());
+  EXPECT_FALSE(make_spec(f, "/m", false).request.bbox.has_value());  // model without bbox support
+  ASSERT_TRUE(s.request.top_p.has_value());
+  EXPECT_FLOAT_EQ(*s.request.top_p, 0.7f);
+  EXPECT_EQ(s.face_cap, 20000u);
+  const JobSpec t = spec_from_json(spec_to_json(s));
+  EXPECT_EQ(spec_to_json(t), spec_to_json(s));
+  EXPECT_EQ(t.request.seed, 123456789012ull);
+}
+
+TEST(AiLatency, Percentiles) {
+  std::vector<double> v;
+  for (int i = 1; i <= 100; ++i) v.push_back(i);
+  auto p = percentiles(v);
+  EXPECT_EQ(p.p50, 50);
+  EXPECT_EQ(p.p95, 95);
+  EXPECT_EQ(p.max, 100);
+  EXPECT_DOUBLE_EQ(p.mean, 50.5);
+  EXPECT_EQ(percentiles({}).n, 0u);
+  EXPECT_EQ(percentiles({7}).p95, 7);
+}
+
+TEST(AiLatency, RecordCsvJsonAndPersistence) {
+  TempDir tmp;
+  JobEvent ev;
+  ev.job = 5;
+  ev.state = JobState::Done;
+  auto spec = std::make_shared<JobSpec>(fake_spec("a \"quoted\", prompt", 9));
+  ev.spec = spec;
+  auto out = std::make_shared<JobOutput>();
+  out->stats.token_ms = {100, 110, 125, 135};
+  out->stats.ttft_ms = 100;
+  out->stats.first_preview_ms = 120;
+  out->stats.gpt_ms = 140;
+  out->stats.latent_ms = 5;
+  out->stats.occupancy_ms = 20;
+  out->stats.meshing_ms = 3;
+  out->stats.cleanup_ms = 2;
+  out->decimate_ms = 1;
+  out->wall_ms = 200;
+  out->mesh = std::make_shared<Mesh>(box_mesh());
+  ev.output = out;
+  LatencyRecord r = make_record(ev, {16, 17, 40}, "tiny", "CPU");
+  EXPECT_EQ(r.tokens, 4);
+  EXPECT_DOUBLE_EQ(r.ttft_ms, 100);
+  EXPECT_DOUBLE_EQ(r.tpot_ms.p50, 10);
+  EXPECT_DOUBLE_EQ(r.tpot_ms.max, 15);
+  EXPECT_DOUBLE_EQ(r.decode_ms, 25);
+  EXPECT_DOUBLE_EQ(r.meshing_ms, 6);
+  EXPECT_DOUBLE_EQ(r.total_ms, 200);
+  EXPECT_DOUBLE_EQ(r.ui_frame_ms.max, 40);
+  EXPECT_EQ(r.faces, 12u);
+
+  const std::string path = (tmp.path / "log.jsonl").string();
+  {
+    LatencyLog log(path);
+    log.add(r);
+    r.job = 6;
+    r.state = "failed";
+    r.error = "boom";
+    log.add(r);
+  }
+  LatencyLog again(path);
+  ASSERT_EQ(again.records().size(), 2u);
+  EXPECT_EQ(again.records()[0].prompt, "a \"quoted\", prompt");
+  EXPECT_DOUBLE_EQ(again.records()[0].tpot_ms.p95, 15);
+  const std::string csv = records_csv(again.records());
+  EXPECT_EQ(csv.substr(0, 10), "job,time,p");
+  EXPECT_NE(csv.find("\"a \"\"quoted\"\", prompt\""), std::string::npos);
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3);
+  json j = json::parse(records_json(again.records()));
+  EXPECT_EQ(j["summary"]["jobs"], 2);
+  EXPECT_EQ(j["summary"]["done"], 1);
+  EXPECT_EQ(j["summary"]["failed"], 1);
+  EXPECT_EQ(j["jobs"][1]["error"], "boom");
+  again.export_csv((tmp.path / "out" / "r.csv").string());
+  again.export_json((tmp.path / "out" / "r.json").string());
+  EXPECT_TRUE(fs::exists(tmp.path / "out" / "r.csv"));
+  EXPECT_TRUE(fs::exists(tmp.path / "out" / "r.json"));
+  // Unwritable target: a clear error, no partial file.
+  EXPECT_THROW(write_file_atomic("/proc/forbidden/x.csv", "x"), Error);
+}
+
+TEST(AiThumbnail, RendersTheShapeOverTheBackground) {
+  RgbaImage img = render_thumbnail(box_mesh(2, 0.5f, 1.f, 0.3f), 64);
+  ASSERT_EQ(img.width, 64);
+  ASSERT_EQ(img.rgba.size(), 64u * 64u * 4u);
+  const uint8_t* corner = &img.rgba[0];
+  const uint8_t* centre = &img.rgba[(32 * 64 + 32) * 4];
+  EXPECT_GT(int(centre[0]) + centre[1] + centre[2], int(corner[0]) + corner[1] + corner[2] + 100);
+  TempDir tmp;
+  const std::string p = (tmp.path / "t.png").string();
+  write_png(img, p);
+  RgbaImage back = read_png(p);
+  EXPECT_EQ(back.rgba, img.rgba);
+  // An empty mesh is just background, not a crash.
+  EXPECT_EQ(render_thumbnail(Mesh{}, 16).rgba.size(), 16u * 16u * 4u);
+}
+
+TEST(AiHistory, SaveReopenPlaceExportDelete) {
+  TempDir tmp;
+  const std::string dir = (tmp.path / "history").string();
+  JobSpec spec = fake_spec("a red chair", 11);
+  auto out = std::make_shared<JobOutput>();
+  out->mesh = std::make_shared<Mesh>(box_mesh(3));
+  out->wall_ms = 1234;
+  save_result(dir, spec, *out);
+  ASSERT_FALSE(out->saved_id.empty());
+  ASSERT_TRUE(out->thumbnail);
+  std::string id;
+  {
+    HistoryStore h(dir);
+    id = h.add(spec, *out);
+    EXPECT_EQ(id, out->saved_id);
+  }
+  HistoryStore h(dir);
+  ASSERT_TRUE(h.load_error().empty()) << h.load_error();
+  ASSERT_EQ(h.entries().size(), 1u);
+  const HistoryEntry& e = h.entries()[0];
+  EXPECT_EQ(e.prompt, "a red chair");
+  EXPECT_EQ(e.seed, 11u);
+  EXPECT_EQ(e.faces, 108u);
+  EXPECT_EQ(spec_from_json(e.spec).request.seed, 11u);
+  auto m = h.mesh(id);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->face_count(), 108u);
+  auto th = h.thumbnail(id);
+  ASSERT_TRUE(th);
+  EXPECT_EQ(th->width, 96);
+  const std::string exp = (tmp.path / "exp" / "chair.obj").string();
+  h.export_mesh_to(id, exp);
+  EXPECT_TRUE(fs::exists(exp));
+  EXPECT_TRUE(h.remove(id));
+  EXPECT_FALSE(fs::exists(fs::path(dir) / (id + ".glb")));
+  EXPECT_FALSE(fs::exists(fs::path(dir) / (id + ".png")));
+  EXPECT_TRUE(HistoryStore(dir).entries().empty());
+}
+
+TEST(AiHistory, CorruptIndexIsMovedAside) {
+  TempDir tmp;
+  fs::create_directories(tmp.path / "h");
+  std::ofstream(tmp.path / "h" / "history.json") << "{ not json";
+  HistoryStore h((tmp.path / "h").string());
+  EXPECT_TRUE(h.entries().empty());
+  EXPECT_NE(h.load_error().find("corrupt"), std::string::npos);
+  EXPECT_TRUE(fs::exists(tmp.path / "h" / "history.json.bad"));
+}
+
+TEST(AiModelDir, MissingFilesAreNamed) {
+  TempDir tmp;
+  EXPECT_NE(check_model_dir((tmp.path / "nope").string()).find("does not exist"), std::string::npos);
+  const std::string msg = check_model_dir(tmp.path.string());
+  for (const char* f : {"config.yaml", "shape_gpt.safetensors", "shape_tokenizer.safetensors", "clip/"})
+    EXPECT_NE(msg.find(f), std::string::npos) << msg;
+  std::ofstream(tmp.path / "config.yaml") << "x: 1\n";
+  std::ofstream(tmp.path / "shape_gpt.safetensors") << "junk";
+  std::ofstream(tmp.path / "shape_tokenizer.safetensors") << "junk";
+  fs::create_directories(tmp.path / "clip");
+  const std::string msg2 = check_model_dir(tmp.path.string());
+  EXPECT_EQ(msg2.find("shape_gpt"), std::string::npos);
+  EXPECT_NE(msg2.find("clip/vocab.json"), std::string::npos);
+  // The real backend turns corrupt files into a message naming the directory (no crash).
+  for (const char* f : {"config.json", "model.safetensors", "vocab.json", "merges.txt"}) std::ofstream(tmp.path / "clip" / f) << "junk";
+  EXPECT_EQ(check_model_dir(tmp.path.string()), "");
+  auto be = make_cube3d_backend();
+  try {
+    be->load(tmp.path.string(), {}, nullptr);
+    FAIL() << "a corrupt model loaded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(tmp.path.string()), std::string::npos) << e.what();
+  }
+}
+
+TEST(AiPromptCheck, EmptyWithoutModel) {
+  EXPECT_TRUE(check_prompt(nullptr, "  \n ").empty);
+  EXPECT_FALSE(check_prompt(nullptr, "chair").empty);
+}

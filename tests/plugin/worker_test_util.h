@@ -1,0 +1,74 @@
+// Helpers for the AI worker tests: a mailbox recorder that polls the worker like the UI does, and waits.
+#pragma once
+#include "worker/worker.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <functional>
+#include <thread>
+
+namespace cubeforge::ai::testing {
+
+struct Recorder {
+  Worker& w;
+  std::vector<JobEvent> events;
+  int previews = 0;
+  std::vector<PreviewUpdate> preview_updates;
+  std::optional<JobProgress> progress;
+  std::vector<ModelStatus> models;
+  double max_poll_ms = 0;
+
+  explicit Recorder(Worker& worker) : w(worker) {}
+  void pump() {
+    const auto t0 = std::chrono::steady_clock::now();
+    Mail m = w.poll();
+    max_poll_ms = std::max(max_poll_ms, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    for (auto& e : m.events) events.push_back(e);
+    previews += m.previews;
+    if (m.preview) preview_updates.push_back(*m.preview);
+    if (m.progress) progress = m.progress;
+    if (m.model) models.push_back(*m.model);
+  }
+  bool wait(const std::function<bool()>& cond, double timeout_s = 20) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(int64_t(timeout_s * 1000));
+    while (std::chrono::steady_clock::now() < end) {
+      pump();
+      if (cond()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    pump();
+    return cond();
+  }
+  std::vector<JobState> states(JobId id) const {
+    std::vector<JobState> s;
+    for (auto& e : events)
+      if (e.job == id) s.push_back(e.state);
+    return s;
+  }
+  bool saw(JobId id, JobState st) const {
+    for (auto& e : events)
+      if (e.job == id && e.state == st) return true;
+    return false;
+  }
+  const JobEvent* terminal(JobId id) const {
+    for (auto& e : events)
+      if (e.job == id && is_terminal(e.state)) return &e;
+    return nullptr;
+  }
+  const JobEvent* wait_terminal(JobId id, double timeout_s = 20) {
+    wait([&] { return terminal(id) != nullptr; }, timeout_s);
+    return terminal(id);
+  }
+};
+
+inline JobSpec fake_spec(const std::string& prompt = "a red chair", uint64_t seed = 7) {
+  JobSpec s;
+  s.model_dir = "fake:tiny";
+  s.request.prompt = prompt;
+  s.request.seed = seed;
+  s.preview.every = 8;
+  return s;
+}
+
+}  // namespace cubeforge::ai::testing
