@@ -37,6 +37,9 @@ struct ShapeResult {
   GenerationStats stats;
 };
 
+// Threads used by the CPU path (OpenMP + OpenBLAS); 0 = every core.
+void set_cpu_threads(int n);
+
 class Cube3D {
  public:
   // Loads every file of `files`; throws cubeforge::Error naming the file at fault. progress(0..1, stage) is optional.

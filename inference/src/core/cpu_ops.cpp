@@ -36,7 +36,7 @@ void linear(const float* x, int M, int K, const float* W, const float* b, int N,
 }
 
 void layer_norm(const float* x, int M, int D, float eps, const float* w, const float* b, float* y) {
-#pragma omp parallel for if (M > 16)
+#pragma omp parallel for if (size_t(M) * D > (1u << 18))
   for (int i = 0; i < M; ++i) {
     const float* xi = x + size_t(i) * D;
     float* yi = y + size_t(i) * D;
@@ -95,7 +95,7 @@ void attention(const float* q, int q_stride, int Tq, const float* k, const float
                float scale, const std::function<int(int)>& visible, float* out, int out_stride) {
   int max_vis = 0;
   for (int i = 0; i < Tq; ++i) max_vis = std::max(max_vis, visible(i));
-#pragma omp parallel if (size_t(Tq) * n_heads * max_vis > 4096)
+#pragma omp parallel if (size_t(Tq) * n_heads * max_vis * hd > (1u << 20))
   {
     thread_local std::vector<float> s;
     if (s.size() < size_t(std::max(max_vis, 1))) s.resize(std::max(max_vis, 1));

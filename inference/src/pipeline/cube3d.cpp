@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/cpu_ops.h"
 #include "cubeforge/clip_tokenizer.h"
 #include "cubeforge/error.h"
 #include "gpt/dual_stream_gpt.h"
@@ -68,6 +69,8 @@ void validate_request(const GenerationRequest& r, const ModelConfig& cfg) {
     if (!std::isspace(static_cast<unsigned char>(ch))) blank = false;
   if (blank) throw Error("the prompt is empty");
 }
+
+void set_cpu_threads(int n) { cpu::set_num_threads(n); }
 
 Cube3D::~Cube3D() = default;
 

@@ -14,8 +14,7 @@ namespace {
 std::string L(int i) { return "text_model.encoder.layers." + std::to_string(i) + "."; }
 }  // namespace
 
-std::unique_ptr<ClipTextModel> ClipTextModel::load(const TextConfig& cfg, const std::string& path) {
-  auto st = SafeTensors::open(path);
+TensorSpec ClipTextModel::tensor_spec(const TextConfig& cfg, bool with_projection) {
   const int64_t H = cfg.hidden_size, F = cfg.intermediate_size;
   TensorSpec spec = {
       {"text_model.embeddings.token_embedding.weight", {cfg.vocab_size, H}},
@@ -37,12 +36,16 @@ std::unique_ptr<ClipTextModel> ClipTextModel::load(const TextConfig& cfg, const 
     spec[L(i) + "mlp.fc2.weight"] = {H, F};
     spec[L(i) + "mlp.fc2.bias"] = {H};
   }
+  if (with_projection) spec["text_projection.weight"] = {cfg.projection_dim, H};
+  return spec;
+}
+
+std::unique_ptr<ClipTextModel> ClipTextModel::load(const TextConfig& cfg, const std::string& path) {
+  auto st = SafeTensors::open(path);
+  TensorSpec spec = tensor_spec(cfg, st.contains("text_projection.weight"));
   auto m = std::unique_ptr<ClipTextModel>(new ClipTextModel());
   m->cfg_ = cfg;
-  if (st.contains("text_projection.weight")) {
-    spec["text_projection.weight"] = {cfg.projection_dim, H};
-    m->has_projection_ = true;
-  }
+  m->has_projection_ = spec.count("text_projection.weight") > 0;
   // A full CLIPModel (or an older export) carries tensors the text tower does not use: tolerate exactly those.
   std::set<std::string> expected;
   for (const auto& [n, s] : spec) expected.insert(n);

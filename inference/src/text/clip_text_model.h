@@ -17,6 +17,8 @@ class ClipTextModel {
  public:
   // Accepts a text-tower-only file or a full CLIPModel file (vision_* tensors are ignored).
   static std::unique_ptr<ClipTextModel> load(const TextConfig& cfg, const std::string& safetensors_path);
+  // Text-tower tensor names and shapes for cfg (with_projection adds text_projection.weight).
+  static TensorSpec tensor_spec(const TextConfig& cfg, bool with_projection);
 
   const TextConfig& config() const { return cfg_; }
   int hidden() const { return cfg_.hidden_size; }

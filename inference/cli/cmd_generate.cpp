@@ -1,0 +1,164 @@
+// `cubeforge-gen generate`: prompt → shape tokens → mesh file, with a terminal progress bar, live-preview
+// statistics and a stage timing breakdown (text, GPT, latent decode, occupancy, meshing, clean-up, decimation,
+// export); `--json` prints the statistics as JSON on stdout.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "command.h"
+#include "cubeforge/cube3d.h"
+#include "cubeforge/error.h"
+#include "model_location.h"
+#ifdef CUBEFORGE_HAVE_MESH_IO
+#include "cubeforge/mesh_io.h"
+#endif
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t i = std::min(v.size() - 1, size_t(p * double(v.size() - 1) + 0.5));
+  return v[i];
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"Generate a 3D mesh from a text prompt", argv[0]};
+  std::string model_dir, clip_dir, prompt, out, mode = "adaptive", attention = "reference", bbox_s;
+  int rb = 7, max_faces = 0, preview_every = 0, threads = 0;
+  uint64_t seed = 0;
+  float guidance = 3.0f, top_p = -1;
+  bool json = false, tokens_only = false, base_pivot = false;
+  app.add_option("--model", model_dir, "model directory (default: the shipped default model)");
+  app.add_option("--clip", clip_dir, "CLIP text model directory (default: <model>/clip)");
+  app.add_option("--prompt,-p", prompt, "text prompt")->required();
+  app.add_option("-o,--output", out, "output mesh file (.glb .gltf .obj .ply .stl .fbx)");
+  app.add_option("--resolution", rb, "resolution base rb: (2^rb+1)^3 grid, 4..9")->check(CLI::Range(4, 9));
+  app.add_option("--mode", mode, "occupancy evaluation: dense | adaptive")->check(CLI::IsMember({"dense", "adaptive"}));
+  app.add_option("--max-faces", max_faces, "decimate to at most this many faces (0: no decimation)");
+  app.add_option("--bbox", bbox_s, "bounding box x,y,z (v0.5-layout models)");
+  app.add_option("--seed", seed, "seed for top-p sampling");
+  app.add_option("--guidance", guidance, "classifier-free guidance scale (0 disables)");
+  app.add_option("--top-p", top_p, "nucleus sampling p in (0,1]; omit for greedy");
+  app.add_option("--attention", attention, "single-block decode attention: reference | causal")
+      ->check(CLI::IsMember({"reference", "causal"}));
+  app.add_option("--preview-every", preview_every, "build a live preview every K tokens (statistics only)");
+  app.add_option("--threads", threads, "CPU threads (0: all cores)");
+  app.add_flag("--base-pivot", base_pivot, "centre x/z and put the lowest point at y=0");
+  app.add_flag("--tokens-only", tokens_only, "stop after the shape tokens");
+  app.add_flag("--json", json, "print statistics as JSON");
+  CLI11_PARSE(app, argc, argv);
+
+  cubeforge::set_cpu_threads(threads);
+  cubeforge::GenerationRequest req;
+  req.prompt = prompt;
+  req.seed = seed;
+  req.guidance = guidance;
+  if (top_p >= 0) req.top_p = top_p;
+  req.attention = cubeforge::attention_mode_from_string(attention);
+  if (!bbox_s.empty()) {
+    std::array<float, 3> b{};
+    if (std::sscanf(bbox_s.c_str(), "%f,%f,%f", &b[0], &b[1], &b[2]) != 3) throw cubeforge::Error("--bbox must be x,y,z");
+    req.bbox = b;
+  }
+  cubeforge::MeshOptions mopt;
+  mopt.resolution_base = rb;
+  mopt.mode = cubeforge::occupancy_mode_from_string(mode);
+  mopt.base_pivot = base_pivot;
+#ifndef CUBEFORGE_HAVE_MESH_IO
+  if (!out.empty()) throw cubeforge::Error("this build has no mesh export (configure with CUBEFORGE_WITH_MESH_IO=ON)");
+#endif
+  if (!tokens_only && out.empty()) throw cubeforge::Error("give -o FILE (or --tokens-only)");
+#ifdef CUBEFORGE_HAVE_MESH_IO
+  if (!out.empty() && !cubeforge::format_from_path(out))
+    throw cubeforge::Error("unknown output format '" + out + "' (use .glb .gltf .obj .ply .stl .fbx)");
+#endif
+
+  const auto t_load = Clock::now();
+  auto model = cubeforge::Cube3D::load(cubeforge::resolve_model_files(model_dir, clip_dir, argv[0]));
+  const double load_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_load).count();
+  cubeforge::validate_request(req, model->config());
+  for (const auto& w : model->unknown_words(prompt)) std::fprintf(stderr, "warning: the model does not know '%s'\n", w.c_str());
+
+  const int N = model->config().num_tokens();
+  const bool tty = isatty(STDERR_FILENO) && !json;
+  auto on_token = [&](const cubeforge::TokenEvent& e) {
+    if (!tty || (e.index + 1) % std::max(1, N / 50) != 0) return;
+    const int w = 40, done = (e.index + 1) * w / N;
+    std::fprintf(stderr, "\r[%.*s%*s] %d/%d tokens %.0f ms", done, "########################################", w - done, "",
+                 e.index + 1, N, e.elapsed_ms);
+    std::fflush(stderr);
+  };
+  cubeforge::PreviewOptions popt;
+  popt.every = preview_every;
+  int preview_faces = 0;
+  auto on_preview = [&](int, const cubeforge::Mesh& m) { preview_faces = int(m.face_count()); };
+
+  cubeforge::ShapeResult res;
+  if (tokens_only) {
+    auto tr = model->generate_tokens(req, on_token);
+    res.tokens = tr.tokens;
+    res.stats = tr.stats;
+    res.stats.total_ms = res.stats.gpt_ms + res.stats.text_ms;
+  } else {
+    res = model->generate(req, mopt, on_token, preview_every > 0 ? cubeforge::PreviewCallback(on_preview) : nullptr, popt);
+  }
+  if (tty) std::fprintf(stderr, "\n");
+  double decimate_ms = 0, export_ms = 0;
+  size_t faces_before = res.mesh.face_count();
+#ifdef CUBEFORGE_HAVE_MESH_IO
+  if (!tokens_only && max_faces > 0 && !res.mesh.empty()) {
+    auto t = Clock::now();
+    cubeforge::DecimateOptions d;
+    d.max_faces = size_t(max_faces);
+    cubeforge::decimate_mesh(res.mesh, d);
+    decimate_ms = std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+  }
+  if (!out.empty()) {
+    if (res.mesh.empty()) throw cubeforge::Error("the generated field has no surface: nothing to export");
+    auto t = Clock::now();
+    cubeforge::export_mesh(res.mesh, out);
+    export_ms = std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+  }
+#endif
+  const auto& s = res.stats;
+  std::vector<double> steps;
+  for (size_t i = 1; i < s.token_ms.size(); ++i) steps.push_back(s.token_ms[i] - s.token_ms[i - 1]);
+  nlohmann::json j = {
+      {"prompt", prompt},          {"tokens", res.tokens.size()},       {"backend", s.backend},
+      {"load_ms", load_ms},        {"text_ms", s.text_ms},              {"prefill_ms", s.prefill_ms},
+      {"ttft_ms", s.ttft_ms},      {"gpt_ms", s.gpt_ms},                {"tpot_p50_ms", percentile(steps, 0.5)},
+      {"tpot_p95_ms", percentile(steps, 0.95)}, {"latent_decode_ms", s.latent_ms}, {"occupancy_ms", s.occupancy_ms},
+      {"meshing_ms", s.meshing_ms}, {"cleanup_ms", s.cleanup_ms},       {"decimate_ms", decimate_ms},
+      {"export_ms", export_ms},    {"total_ms", s.total_ms + decimate_ms + export_ms},
+      {"points_evaluated", s.points_evaluated}, {"points_dense", s.points_dense},
+      {"vertices", res.mesh.vertex_count()}, {"faces", res.mesh.face_count()}, {"faces_before_decimation", faces_before},
+      {"previews", s.previews},    {"first_preview_ms", s.first_preview_ms}, {"preview_ms_total", s.preview_ms_total},
+      {"prompt_truncated", s.prompt_truncated}, {"unknown_words", s.unknown_words}, {"output", out}};
+  if (json) {
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    std::printf("tokens %zu | text %.1f ms | GPT %.1f ms (prefill %.1f, TPOT p50 %.2f ms) | latent decode %.1f ms | "
+                "occupancy %.1f ms (%zu of %zu points, %.1f%%) | meshing %.1f ms | clean-up %.1f ms | decimation %.1f ms | "
+                "export %.1f ms | total %.1f ms\n",
+                res.tokens.size(), s.text_ms, s.gpt_ms, s.prefill_ms, percentile(steps, 0.5), s.latent_ms, s.occupancy_ms,
+                s.points_evaluated, s.points_dense, s.points_dense ? 100.0 * double(s.points_evaluated) / double(s.points_dense) : 0.0,
+                s.meshing_ms, s.cleanup_ms, decimate_ms, export_ms, s.total_ms + decimate_ms + export_ms);
+    if (!tokens_only) std::printf("mesh: %zu vertices, %zu faces%s%s\n", res.mesh.vertex_count(), res.mesh.face_count(),
+                                  out.empty() ? "" : " -> ", out.c_str());
+    if (s.previews) std::printf("previews: %d, first at %.1f ms, %.1f ms in all\n", s.previews, s.first_preview_ms, s.preview_ms_total);
+  }
+  if (s.prompt_truncated) std::fprintf(stderr, "warning: the prompt was longer than 77 CLIP tokens and was truncated\n");
+  return 0;
+}
+
+}  // namespace
+
+CUBEFORGE_COMMAND("generate", "prompt → shape tokens → mesh file", run);
