@@ -330,7 +330,7 @@ def main():
     # 1. data
     t = time.time()
     dat = D.generate_dataset(a.n_per_family, a.seed, dev, n_surface=n_surface, n_occ=n_occ, families=families,
-                             n_cand=n_cand, chunk=128 if not a.tiny else 8,
+                             n_cand=n_cand, chunk=256 if not a.tiny else 8,
                              log=log if a.tiny else None)
     if dev.startswith("cuda"):
         torch.cuda.synchronize()
