@@ -12,6 +12,7 @@ class CancelToken {
   void cancel() { flag_.store(true, std::memory_order_relaxed); }
   void reset() { flag_.store(false, std::memory_order_relaxed); }
   bool cancelled() const { return flag_.load(std::memory_order_relaxed); }
+  const std::atomic<bool>* flag() const { return &flag_; }  // for code that polls a plain atomic (CUDA backend)
   void throw_if_cancelled() const {
     if (cancelled()) throw Cancelled();
   }

@@ -37,6 +37,18 @@ struct ShapeResult {
   GenerationStats stats;
 };
 
+// An accelerated implementation of the token loop (the CUDA backend provides one). Given the conditioning
+// [B, s, D] (B = 2 with guidance: cond row, uncond row), it returns the N tokens, calls on_token in order, polls
+// cancel (throws Cancelled) and fills stats (prefill_ms, token_ms, gpt_ms, backend). Any other exception makes
+// Cube3D fall back to the CPU path for that request and say so in stats.backend.
+class TokenBackend {
+ public:
+  virtual ~TokenBackend() = default;
+  virtual std::string name() const = 0;
+  virtual std::vector<int> generate(const std::vector<float>& cond, int B, const GenerationRequest& req,
+                                    const TokenCallback& on_token, const CancelToken* cancel, GenerationStats* stats) = 0;
+};
+
 // Threads used by the CPU path (OpenMP + OpenBLAS); 0 = every core.
 void set_cpu_threads(int n);
 
@@ -68,6 +80,9 @@ class Cube3D {
   // First k tokens → coarse preview mesh.
   Mesh preview_mesh(const std::vector<int>& prefix, int resolution_base, const CancelToken* cancel = nullptr) const;
   const ShapeModel& shape_model() const { return *shape_; }
+  // Routes the token loop through an accelerated backend (nullptr: back to the CPU reference path).
+  void set_token_backend(std::unique_ptr<TokenBackend> backend);
+  std::string backend_name() const;
 
   // Lower level, used by the golden runner and tests.
   // CLIP on pre-tokenized rows: ids/mask [B,77] → last_hidden [B,77,H] (text_embeds [B,P] when non-null).
@@ -92,6 +107,7 @@ class Cube3D {
   std::unique_ptr<DualStreamGpt> gpt_;
   std::unique_ptr<ShapeModel> shape_;
   std::unique_ptr<GptState> state_;
+  std::unique_ptr<TokenBackend> backend_;
   std::vector<float> uncond_hidden_;  // CLIP("") computed once
   std::unordered_set<std::string> known_words_;
 };

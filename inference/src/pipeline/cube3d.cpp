@@ -72,6 +72,9 @@ void validate_request(const GenerationRequest& r, const ModelConfig& cfg) {
 
 void set_cpu_threads(int n) { cpu::set_num_threads(n); }
 
+void Cube3D::set_token_backend(std::unique_ptr<TokenBackend> backend) { backend_ = std::move(backend); }
+std::string Cube3D::backend_name() const { return backend_ ? backend_->name() : "cpu"; }
+
 Cube3D::~Cube3D() = default;
 
 std::unique_ptr<Cube3D> Cube3D::load(const ModelFiles& files, const std::function<void(float, const std::string&)>& progress) {
@@ -219,7 +222,24 @@ TokenResult Cube3D::generate_tokens(const GenerationRequest& req, const TokenCal
   TokenCallback cb;
   if (on_token)
     cb = [&](const TokenEvent& e) { on_token(TokenEvent{e.index, e.id, e.elapsed_ms + offset}); };
-  res.tokens = run_gpt(cond, B, req.guidance, req.top_p, req.seed, req.attention, nullptr, nullptr, cb, cancel, &res.stats);
+  bool done = false;
+  if (backend_) {
+    try {
+      res.tokens = backend_->generate(cond, B, req, cb, cancel, &res.stats);
+      res.stats.backend = backend_->name();
+      done = true;
+    } catch (const Cancelled&) {
+      throw;
+    } catch (const std::exception& e) {
+      // A GPU failure mid-generation (out of memory, driver error): finish on the CPU and say so.
+      res.stats = GenerationStats{};
+      res.stats.prompt_truncated = enc.truncated;
+      res.stats.unknown_words = unknown_words(req.prompt);
+      res.stats.text_ms = offset;
+      res.stats.backend = std::string("cpu (") + backend_->name() + " failed: " + e.what() + ")";
+    }
+  }
+  if (!done) res.tokens = run_gpt(cond, B, req.guidance, req.top_p, req.seed, req.attention, nullptr, nullptr, cb, cancel, &res.stats);
   for (auto& t : res.stats.token_ms) t += offset;
   res.stats.ttft_ms = res.stats.token_ms.empty() ? 0 : res.stats.token_ms.front();
   return res;
