@@ -1,7 +1,8 @@
 // cubeforge-bench-mesh: timings of the mesh half of the shape decode on analytic fields: marching cubes at
 // rb 6/7/8 (dense grids), and adaptive vs dense evaluation (points, time, mesh agreement) with an artificially
 // expensive field. Prints medians over --reps runs (plain steady_clock timing).
-//   cubeforge-bench-mesh [--reps N] [--cost-ns NS] [--max-rb R] [--threads T]
+//   cubeforge-bench-mesh [--reps N] [--cost-ns NS] [--max-rb R] [--threads T] [--margin M] [--coarse-rb C]
+// Dense evaluation of the expensive field is skipped at rb 9 (135 M points); adaptive rows are still printed.
 #include <omp.h>
 
 #include <algorithm>
@@ -64,8 +65,9 @@ int calibrate() {  // inner-loop iterations per 1000 ns on one thread
 }  // namespace
 
 int main(int argc, char** argv) {
-  int reps = 5, max_rb = 8, threads = 0;
+  int reps = 5, max_rb = 8, threads = 0, coarse_rb = 5;
   double cost_ns = 1000;
+  float margin = 0.02f;
   for (int i = 1; i < argc; ++i) {
     auto next = [&](const char* name) {
       if (i + 1 >= argc) {
@@ -78,8 +80,12 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--cost-ns")) cost_ns = std::atof(next("--cost-ns"));
     else if (!std::strcmp(argv[i], "--max-rb")) max_rb = std::clamp(std::atoi(next("--max-rb")), 6, 9);
     else if (!std::strcmp(argv[i], "--threads")) threads = std::atoi(next("--threads"));
+    else if (!std::strcmp(argv[i], "--margin")) margin = float(std::atof(next("--margin")));
+    else if (!std::strcmp(argv[i], "--coarse-rb")) coarse_rb = std::atoi(next("--coarse-rb"));
     else {
-      std::fprintf(stderr, "usage: %s [--reps N] [--cost-ns NS] [--max-rb R] [--threads T]\n", argv[0]);
+      std::fprintf(stderr,
+                   "usage: %s [--reps N] [--cost-ns NS] [--max-rb R] [--threads T] [--margin M] [--coarse-rb C]\n",
+                   argv[0]);
       return 2;
     }
   }
@@ -99,7 +105,7 @@ int main(int argc, char** argv) {
               "cleanup ms");
   for (const auto& nf : fields)
     for (int rb = 6; rb <= max_rb; ++rb) {
-      GridValues g = evaluate_dense(nf.f, rb, 1 << 20);
+      GridValues g = evaluate_dense(nf.f, rb, size_t(1) << 20);
       Mesh m;
       const double t = median_ms(reps, [&] { m = marching_cubes(g); });
       Mesh c = m;
@@ -112,25 +118,36 @@ int main(int argc, char** argv) {
     }
 
   const int ipn = calibrate();
-  std::printf("\n== adaptive (coarse rb 5, margin 0.02, dilation 1) vs dense, field cost ~%.0f ns/point/thread ==\n",
-              cost_ns);
-  std::printf("%-7s %3s %12s %12s %8s %11s %11s %8s %9s %9s %10s\n", "field", "rb", "dense pts", "adaptive pts",
-              "frac %", "dense ms", "adapt ms", "speedup", "d verts", "a verts", "chamfer");
+  std::printf("\n== adaptive (coarse rb %d, margin %g, dilation 1) vs dense, expensive field (nominal %.0f ns/point/thread) ==\n",
+              coarse_rb, double(margin), cost_ns);
+  std::printf("%-7s %3s %12s %12s %7s %10s %10s %8s %8s %9s %9s %9s  %s\n", "field", "rb", "dense pts", "adaptive pts",
+              "frac %", "dense ms", "adapt ms", "speedup", "ns/pt", "d verts", "a verts", "chamfer", "points per level");
   for (const auto& nf : fields)
     for (int rb = 6; rb <= max_rb; ++rb) {
       FieldFn ef = expensive(nf.f, cost_ns, ipn);
       AdaptiveOptions ao;
-      ao.coarse_rb = 5;
-      ao.margin = 0.02f;
+      ao.coarse_rb = coarse_rb;
+      ao.margin = margin;
       GridValues d, a;
+      const bool dense = rb <= 8;
       const int dense_reps = rb >= 8 ? 1 : std::max(1, reps / 2);
-      const double td = median_ms(dense_reps, [&] { d = evaluate_dense(ef, rb); });
-      const double ta = median_ms(reps, [&] { a = evaluate_adaptive(ef, rb, ao); });
-      const Mesh md = marching_cubes(d), ma = marching_cubes(a);
-      const ChamferResult cd = chamfer_distance(md, ma, 0);
-      std::printf("%-7s %3d %12zu %12zu %8.2f %11.1f %11.1f %7.1fx %9zu %9zu %10.2g\n", nf.name, rb,
-                  d.points_evaluated, a.points_evaluated, 100.0 * a.fraction_evaluated(), td, ta, td / ta,
-                  md.vertex_count(), ma.vertex_count(), cd.chamfer);
+      const double td = dense ? median_ms(dense_reps, [&] { d = evaluate_dense(ef, rb); }) : 0.0;
+      const double ta = median_ms(rb >= 9 ? 1 : reps, [&] { a = evaluate_adaptive(ef, rb, ao); });
+      const Mesh ma = marching_cubes(a);
+      std::string levels;
+      for (size_t p : a.points_per_level) levels += std::to_string(p) + " ";
+      if (dense) {
+        const Mesh md = marching_cubes(d);
+        const ChamferResult cd = chamfer_distance(md, ma, 0);
+        std::printf("%-7s %3d %12zu %12zu %7.2f %10.1f %10.1f %7.1fx %8.0f %9zu %9zu %9.2g  %s\n", nf.name, rb,
+                    d.points_evaluated, a.points_evaluated, 100.0 * a.fraction_evaluated(), td, ta, td / ta,
+                    td * 1e6 / double(d.points_evaluated), md.vertex_count(), ma.vertex_count(), cd.chamfer,
+                    levels.c_str());
+      } else {
+        std::printf("%-7s %3d %12zu %12zu %7.2f %10s %10.1f %8s %8s %9s %9zu %9s  %s\n", nf.name, rb, a.point_count(),
+                    a.points_evaluated, 100.0 * a.fraction_evaluated(), "-", ta, "-", "-", "-", ma.vertex_count(), "-",
+                    levels.c_str());
+      }
     }
   return 0;
 }

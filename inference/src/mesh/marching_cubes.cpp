@@ -81,7 +81,7 @@ class Extractor {
     const float d0 = val(i, j, k);
     const float d1 = axis == 0 ? val(i + 1, j, k) : axis == 1 ? val(i, j + 1, k) : val(i, j, k + 1);
     float t = (o_.iso - d0) / (d1 - d0);
-    t = std::clamp(t, 0.0f, 1.0f);
+    t = t > 0.0f ? std::min(t, 1.0f) : 0.0f;  // also maps NaN (from NaN/inf values) to 0
     double g[3] = {double(i), double(j), double(k)};
     g[axis] += double(t);
     return {float(map_grid_coordinate(g[0], M_, o_.mapping)), float(map_grid_coordinate(g[1], M_, o_.mapping)),
