@@ -1,7 +1,9 @@
 // Editor core math: conversions between the plain API types (Vec3, Transform) and glm, plus AABB helpers.
 // Header-only; no GL.
 #pragma once
+#ifndef GLM_ENABLE_EXPERIMENTAL
 #define GLM_ENABLE_EXPERIMENTAL
+#endif
 #include <cubeforge/editor/types.h>
 
 #include <glm/glm.hpp>
