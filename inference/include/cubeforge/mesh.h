@@ -2,6 +2,7 @@
 // Plain arrays: positions/normals are xyz triples, indices are triangle corner triples (counter-clockwise = outward).
 #pragma once
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
