@@ -1,0 +1,311 @@
+// fp32 kernels of the shape stage (see shape_kernels.h): vectorizable transcendental loops, Fourier embedding,
+// sgemm-based attention and the OneDAutoEncoder transformer layers.
+#include "shape/shape_kernels.h"
+
+#include <cblas.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+
+#include "core/cpu_ops.h"
+
+extern "C" int openblas_get_num_threads(void);
+extern "C" void openblas_set_num_threads(int);
+
+namespace cubeforge::shape {
+
+namespace {
+std::mutex g_blas_mu;
+int g_blas_depth = 0;
+int g_blas_saved = 1;
+}  // namespace
+
+BlasSingleThreadScope::BlasSingleThreadScope(bool active) : active_(active) {
+  if (!active_) return;
+  std::lock_guard<std::mutex> lock(g_blas_mu);
+  if (g_blas_depth++ == 0) {
+    g_blas_saved = openblas_get_num_threads();
+    if (g_blas_saved != 1) openblas_set_num_threads(1);
+  }
+}
+
+BlasSingleThreadScope::~BlasSingleThreadScope() {
+  if (!active_) return;
+  std::lock_guard<std::mutex> lock(g_blas_mu);
+  if (--g_blas_depth == 0 && g_blas_saved != 1) openblas_set_num_threads(g_blas_saved);
+}
+
+bool worth_threading(int T, int W, int Tk) {
+  // ≈ FLOPs of one layer: projections + MLP (12·W² per row) and attention (4·Tk·W per row).
+  const double flops = 2.0 * T * (12.0 * W * double(W)) + 4.0 * T * double(Tk) * W;
+  return flops > 4e8;
+}
+
+namespace {
+
+inline float bits_to_float(int32_t i) {
+  float f;
+  std::memcpy(&f, &i, 4);
+  return f;
+}
+
+// Cephes-style expf: 2^n · P(r), r = x − n·ln2 (two-part ln2), degree-6 polynomial. Branch-free.
+inline float exp_approx(float x) {
+  x = std::min(std::max(x, -87.0f), 88.0f);
+  const float magic = 12582912.0f;  // 1.5·2^23: adding and subtracting rounds to the nearest integer
+  float n = (x * 1.44269504088896341f + magic) - magic;
+  float r = x - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * (r * r) + r + 1.0f;
+  return p * bits_to_float((static_cast<int32_t>(n) + 127) << 23);
+}
+
+// x·Φ(x) with Φ(x) = ½·erfc(−x/√2); erfc by the Chebyshev fit of Numerical Recipes (fractional error < 1.2e-7).
+inline float gelu_approx(float x) {
+  const float z = std::fabs(x) * 0.70710678118654752f;
+  const float t = 1.0f / (1.0f + 0.5f * z);
+  float p = 0.17087277f;
+  p = p * t - 0.82215223f;
+  p = p * t + 1.48851587f;
+  p = p * t - 1.13520398f;
+  p = p * t + 0.27886807f;
+  p = p * t - 0.18628806f;
+  p = p * t + 0.09678418f;
+  p = p * t + 0.37409196f;
+  p = p * t + 1.00002368f;
+  p = p * t - 1.26551223f;
+  const float ec = t * exp_approx(p - z * z);  // erfc(|x|/√2)
+  const float phi = x >= 0.0f ? 1.0f - 0.5f * ec : 0.5f * ec;
+  return x * phi;
+}
+
+}  // namespace
+
+void exp_inplace(float* x, size_t n) {
+  for (size_t i = 0; i < n; ++i) x[i] = exp_approx(x[i]);
+}
+
+void gelu_inplace(float* x, size_t n) {
+  for (size_t i = 0; i < n; ++i) x[i] = gelu_approx(x[i]);
+}
+
+void silu_inplace(float* x, size_t n) {
+  for (size_t i = 0; i < n; ++i) x[i] = x[i] / (1.0f + exp_approx(-x[i]));
+}
+
+void layer_norm_rows(const float* x, size_t M, int D, float eps, const float* w, const float* b, float* y) {
+  for (size_t i = 0; i < M; ++i) {
+    const float* xi = x + i * D;
+    float* yi = y + i * D;
+    float s = 0;
+    for (int d = 0; d < D; ++d) s += xi[d];
+    const float mean = s / float(D);
+    float v = 0;
+    for (int d = 0; d < D; ++d) {
+      const float t = xi[d] - mean;
+      v += t * t;
+    }
+    const float r = 1.0f / std::sqrt(v / float(D) + eps);
+    if (w) {
+      for (int d = 0; d < D; ++d) yi[d] = (xi[d] - mean) * r * w[d] + (b ? b[d] : 0.0f);
+    } else {
+      for (int d = 0; d < D; ++d) yi[d] = (xi[d] - mean) * r;
+    }
+  }
+}
+
+void gemm_nt(int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb, float beta, float* C,
+             int ldc) {
+  if (M <= 0 || N <= 0) return;
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+void gemm_nn(int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb, float beta, float* C,
+             int ldc) {
+  if (M <= 0 || N <= 0) return;
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+void linear(const float* x, size_t M, int K, const float* W, const float* b, int N, float* y, bool accumulate) {
+  if (M == 0) return;
+  float beta = accumulate ? 1.0f : 0.0f;
+  if (b) {
+    for (size_t i = 0; i < M; ++i) {
+      float* yi = y + i * N;
+      if (accumulate)
+        for (int j = 0; j < N; ++j) yi[j] += b[j];
+      else
+        std::memcpy(yi, b, sizeof(float) * N);
+    }
+    beta = 1.0f;
+  }
+  gemm_nt(int(M), N, K, 1.0f, x, K, W, K, beta, y, N);
+}
+
+void attention_gemm(const float* q, int q_stride, int Tq, const float* k, int k_stride, const float* v, int v_stride,
+                    int Tk, int n_heads, int hd, float scale, float* out, int out_stride, float* scratch,
+                    bool parallel_rows) {
+  if (Tq <= 0) return;
+  std::vector<float> inv(Tq);
+  for (int h = 0; h < n_heads; ++h) {
+    gemm_nt(Tq, Tk, hd, scale, q + h * hd, q_stride, k + h * hd, k_stride, 0.0f, scratch, Tk);
+#pragma omp parallel for if (parallel_rows && size_t(Tq) * Tk > 32768) schedule(static)
+    for (int i = 0; i < Tq; ++i) {
+      float* s = scratch + size_t(i) * Tk;
+      float mx = s[0];
+      for (int j = 1; j < Tk; ++j) mx = std::max(mx, s[j]);
+      for (int j = 0; j < Tk; ++j) s[j] -= mx;
+      exp_inplace(s, Tk);
+      float sum = 0;
+      for (int j = 0; j < Tk; ++j) sum += s[j];
+      inv[i] = 1.0f / sum;
+    }
+    float* o = out + h * hd;
+    gemm_nn(Tq, hd, Tk, 1.0f, scratch, Tk, v + h * hd, v_stride, 0.0f, o, out_stride);
+    for (int i = 0; i < Tq; ++i) {
+      float* oi = o + size_t(i) * out_stride;
+      for (int d = 0; d < hd; ++d) oi[d] *= inv[i];
+    }
+  }
+}
+
+void fourier_embed(const float* xyz, size_t n, const float* w, const float* carrier, int nf, float* out,
+                   size_t out_stride) {
+  const float pi = static_cast<float>(M_PI);
+  const int half = 3 * nf;
+  for (size_t p = 0; p < n; ++p) {
+    const float* x = xyz + 3 * p;
+    float* o = out + p * out_stride;
+    o[0] = x[0];
+    o[1] = x[1];
+    o[2] = x[2];
+    float* oc = o + 3;
+    float* os = o + 3 + half;
+    for (int a = 0; a < 3; ++a) {
+      const float xa = x[a];
+      const float ph = (xa * 0.5f) * pi;
+      for (int kk = 0; kk < nf; ++kk) {
+        const float f = xa * w[a * nf + kk];
+        const float pp = ph + carrier[kk];
+        float sf, cf, sp, cp;
+        sincosf(f, &sf, &cf);
+        sincosf(pp, &sp, &cp);
+        oc[a * nf + kk] = cf + cp;
+        os[a * nf + kk] = sf + sp;
+      }
+    }
+  }
+}
+
+std::vector<float> fourier_carrier(int nf) {
+  // torch.linspace(start, end, steps) in fp32: step = (end − start)/(steps − 1); the first half counts up from
+  // start, the second half down from end.
+  auto linspace = [](float start, float end, int steps) {
+    std::vector<float> r(steps);
+    if (steps == 1) {
+      r[0] = start;
+      return r;
+    }
+    const float step = (end - start) / float(steps - 1);
+    const int halfway = steps / 2;
+    for (int i = 0; i < steps; ++i)
+      r[i] = i < halfway ? start + step * float(i) : end - step * float(steps - i - 1);
+    return r;
+  };
+  const std::vector<float> lam = linspace(1.0f, 0.0f, nf), mu = linspace(0.0f, 1.0f, nf);
+  const float base = static_cast<float>(double(nf) / 8.0);
+  const float pi = static_cast<float>(M_PI);
+  std::vector<float> c(nf);
+  for (int k = 0; k < nf; ++k) c[k] = ((std::pow(base, lam[k]) + mu[k]) * 2.0f) * pi;
+  return c;
+}
+
+namespace {
+
+void gelu_parallel(float* x, size_t n) {
+  const size_t block = 16384;
+  const long nb = long((n + block - 1) / block);
+#pragma omp parallel for if (nb > 1) schedule(static)
+  for (long b = 0; b < nb; ++b) gelu_inplace(x + size_t(b) * block, std::min(block, n - size_t(b) * block));
+}
+
+void layer_norm_parallel(const float* x, int M, int D, float eps, const float* w, const float* b, float* y) {
+#pragma omp parallel for if (M > 64) schedule(static)
+  for (int i = 0; i < M; ++i) layer_norm_rows(x + size_t(i) * D, 1, D, eps, w, b, y + size_t(i) * D);
+}
+
+void mlp_residual(float* h, int T, int W, float ln_eps, const float* up_w, const float* up_b, const float* down_w,
+                  const float* down_b, bool parallel) {
+  std::vector<float> t(size_t(T) * W), u(size_t(T) * 4 * W);
+  if (parallel)
+    layer_norm_parallel(h, T, W, ln_eps, nullptr, nullptr, t.data());
+  else
+    layer_norm_rows(h, T, W, ln_eps, nullptr, nullptr, t.data());
+  linear(t.data(), T, W, up_w, up_b, 4 * W, u.data());
+  if (parallel)
+    gelu_parallel(u.data(), u.size());
+  else
+    gelu_inplace(u.data(), u.size());
+  linear(u.data(), T, 4 * W, down_w, down_b, W, h, /*accumulate=*/true);
+}
+
+}  // namespace
+
+void self_attn_layer(float* h, int T, int W, int n_heads, float ln_eps, const SelfAttnWeights& L, bool parallel) {
+  const int hd = W / n_heads;
+  std::vector<float> t(size_t(T) * W), qk(size_t(T) * 2 * W), v(size_t(T) * W), att(size_t(T) * W),
+      s(size_t(T) * T);
+  if (parallel)
+    layer_norm_parallel(h, T, W, ln_eps, nullptr, nullptr, t.data());
+  else
+    layer_norm_rows(h, T, W, ln_eps, nullptr, nullptr, t.data());
+  linear(t.data(), T, W, L.qk_w, L.qk_b, 2 * W, qk.data());
+  linear(t.data(), T, W, L.v_w, L.v_b, W, v.data());
+  cpu::rms_norm_heads(qk.data(), T, 2 * W, n_heads, hd, L.q_norm, 1e-5f);
+  cpu::rms_norm_heads(qk.data() + W, T, 2 * W, n_heads, hd, L.k_norm, 1e-5f);
+  attention_gemm(qk.data(), 2 * W, T, qk.data() + W, 2 * W, v.data(), W, T, n_heads, hd,
+                 1.0f / std::sqrt(float(hd)), att.data(), W, s.data(), parallel);
+  linear(att.data(), T, W, L.proj_w, L.proj_b, W, h, /*accumulate=*/true);
+  mlp_residual(h, T, W, ln_eps, L.up_w, L.up_b, L.down_w, L.down_b, parallel);
+}
+
+std::vector<float> cross_attn_kv(const float* c, int Tc, int W, float ln_eps, const CrossAttnWeights& L) {
+  std::vector<float> t(size_t(Tc) * W), kv(size_t(Tc) * 2 * W);
+  layer_norm_parallel(c, Tc, W, ln_eps, nullptr, nullptr, t.data());
+  // Two GEMMs writing the interleaved halves of kv rows (row stride 2W).
+  for (int part = 0; part < 2; ++part) {
+    const float* Wt = part == 0 ? L.k_w : L.v_w;
+    const float* bt = part == 0 ? L.k_b : L.v_b;
+    float* y = kv.data() + part * W;
+    for (int i = 0; i < Tc; ++i) std::memcpy(y + size_t(i) * 2 * W, bt, sizeof(float) * W);
+    gemm_nt(Tc, W, W, 1.0f, t.data(), W, Wt, W, 1.0f, y, 2 * W);
+  }
+  return kv;
+}
+
+void cross_attn_layer(float* h, int T, int W, int n_heads, float ln_eps, const CrossAttnWeights& L, const float* kv,
+                      int Tc, bool parallel) {
+  const int hd = W / n_heads;
+  std::vector<float> t(size_t(T) * W), q(size_t(T) * W), att(size_t(T) * W), s(size_t(T) * Tc);
+  if (parallel)
+    layer_norm_parallel(h, T, W, ln_eps, nullptr, nullptr, t.data());
+  else
+    layer_norm_rows(h, T, W, ln_eps, nullptr, nullptr, t.data());
+  linear(t.data(), T, W, L.q_w, L.q_b, W, q.data());
+  attention_gemm(q.data(), W, T, kv, 2 * W, kv + W, 2 * W, Tc, n_heads, hd, 1.0f / std::sqrt(float(hd)), att.data(), W,
+                 s.data(), parallel);
+  linear(att.data(), T, W, L.proj_w, L.proj_b, W, h, /*accumulate=*/true);
+  mlp_residual(h, T, W, ln_eps, L.up_w, L.up_b, L.down_w, L.down_b, parallel);
+}
+
+}  // namespace cubeforge::shape
