@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command.h"
+#include "cubeforge/cuda_backend.h"
 #include "cubeforge/cube3d.h"
 #include "cubeforge/error.h"
 #include "model_location.h"
@@ -31,7 +32,7 @@ double percentile(std::vector<double> v, double p) {
 
 int run(int argc, char** argv) {
   CLI::App app{"Generate a 3D mesh from a text prompt", argv[0]};
-  std::string model_dir, clip_dir, prompt, out, mode = "adaptive", attention = "reference", bbox_s;
+  std::string model_dir, clip_dir, prompt, out, mode = "adaptive", attention = "reference", bbox_s, backend = "auto";
   int rb = 7, max_faces = 0, preview_every = 0, threads = 0;
   uint64_t seed = 0;
   float guidance = 3.0f, top_p = -1;
@@ -51,6 +52,8 @@ int run(int argc, char** argv) {
       ->check(CLI::IsMember({"reference", "causal"}));
   app.add_option("--preview-every", preview_every, "build a live preview every K tokens (statistics only)");
   app.add_option("--threads", threads, "CPU threads (0: all cores)");
+  app.add_option("--backend", backend, "token loop: auto (CUDA when usable) | cpu | cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   app.add_flag("--base-pivot", base_pivot, "centre x/z and put the lowest point at y=0");
   app.add_flag("--tokens-only", tokens_only, "stop after the shape tokens");
   app.add_flag("--json", json, "print statistics as JSON");
@@ -83,7 +86,9 @@ int run(int argc, char** argv) {
 
   const auto t_load = Clock::now();
   auto model = cubeforge::Cube3D::load(cubeforge::resolve_model_files(model_dir, clip_dir, argv[0]));
+  const std::string backend_line = cubeforge::enable_best_backend(*model, backend);
   const double load_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_load).count();
+  if (!json) std::fprintf(stderr, "backend: %s\n", backend_line.c_str());
   cubeforge::validate_request(req, model->config());
   for (const auto& w : model->unknown_words(prompt)) std::fprintf(stderr, "warning: the model does not know '%s'\n", w.c_str());
 
