@@ -1,0 +1,868 @@
+// CUDA GPT engine: bf16 weight arena, cond-stream prefill (cuBLAS), fused decode step (gpt_kernels.cuh) captured as
+// CUDA graphs of several steps, tokens streamed through mapped pinned memory + events. See docs/cuda-gpt.md.
+#include <cublas_v2.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <tuple>
+
+#include "cubeforge/cuda_gpt.h"
+#include "gpt_kernels.cuh"
+
+namespace cubeforge::cuda {
+using namespace detail;
+
+namespace {
+
+#define CF_BLAS(call)                                                                                  \
+  do {                                                                                                 \
+    cublasStatus_t st_ = (call);                                                                       \
+    if (st_ != CUBLAS_STATUS_SUCCESS)                                                                  \
+      throw cubeforge::Error(std::string("cuBLAS error in ") + #call + ": " + cublasGetStatusString(st_)); \
+  } while (0)
+
+double now_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// ---- GEMV configurations (outputs per block = 8 NTILE, NW warps along K, KSPLIT blocks along K) ---------------
+template <int K, int NTILE, int NW, int KSPLIT, int EPI, bool LN>
+struct Gemv {
+  static constexpr int NT = 8 * NTILE;
+  static size_t smem(int R) {
+    size_t s = LN ? (((size_t)R * (K + 32) * 2 + 15) & ~size_t(15)) + 16 * sizeof(float2) : 0;
+    return s + (size_t)NW * NTILE * 128 * 4 + 16 * NT * 4 + 32 * 4;
+  }
+  static inline int occ[2] = {1, 1};  // resident blocks per SM (M16 = false / true)
+  static void prepare() {
+    CF_CUDA(cudaFuncSetAttribute(gemv_kernel<K, NTILE, NW, KSPLIT, EPI, LN, true>,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem(16)));
+    CF_CUDA(cudaFuncSetAttribute(gemv_kernel<K, NTILE, NW, KSPLIT, EPI, LN, false>,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem(8)));
+    CF_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ[1], gemv_kernel<K, NTILE, NW, KSPLIT, EPI, LN, true>,
+                                                          NW * 32, smem(16)));
+    CF_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ[0], gemv_kernel<K, NTILE, NW, KSPLIT, EPI, LN, false>,
+                                                          NW * 32, smem(8)));
+    occ[0] = std::max(occ[0], 1);
+    occ[1] = std::max(occ[1], 1);
+  }
+  static int blocks(int N) { return (N + NT - 1) / NT * KSPLIT; }  // tiles (work items)
+  // Persistent grid: at most per_sm blocks per SM (0: as many as fit).
+  static void run(const GemvParams& p, cudaStream_t s, bool pdl, int nsm, int per_sm) {
+    const bool m16 = p.R > 8;
+    const int cap = nsm * (per_sm > 0 ? std::min(per_sm, occ[m16]) : occ[m16]);
+    const dim3 grid(std::min(blocks(p.N), cap));
+    if (m16)
+      launch(gemv_kernel<K, NTILE, NW, KSPLIT, EPI, LN, true>, grid, dim3(NW * 32), smem(p.R), s, pdl, p);
+    else
+      launch(gemv_kernel<K, NTILE, NW, KSPLIT, EPI, LN, false>, grid, dim3(NW * 32), smem(p.R), s, pdl, p);
+  }
+};
+using GemvQkv = Gemv<D, 2, 8, 1, EPI_QKV, true>;
+using GemvOproj = Gemv<D, 1, 8, 1, EPI_RESID, false>;
+using GemvOprojKs = Gemv<D, 1, 8, 2, EPI_RESID, false>;
+using GemvGateUp = Gemv<D, 2, 8, 1, EPI_SWIGLU, true>;
+using GemvDownKs = Gemv<F, 1, 8, 2, EPI_RESID, false>;
+using GemvDown16 = Gemv<F, 1, 16, 2, EPI_RESID, false>;
+using GemvLm = Gemv<D, 2, 8, 1, EPI_LMHEAD, true>;
+
+struct LayerW {
+  bf16 *x_qkv = nullptr, *x_vb = nullptr, *x_o = nullptr, *x_ob = nullptr, *x_gu = nullptr, *x_gub = nullptr,
+       *x_dn = nullptr, *x_dnb = nullptr;
+  float *x_qn = nullptr, *x_kn = nullptr;
+  bf16 *c_qkv = nullptr, *c_vb = nullptr, *c_o = nullptr, *c_ob = nullptr, *c_gu = nullptr, *c_gub = nullptr,
+       *c_dn = nullptr, *c_dnb = nullptr;
+  float *c_qn = nullptr, *c_kn = nullptr;
+  bool cond_pre_only = false;
+};
+
+struct StepKind {
+  bool step0 = false;   // BOS step: the single block runs its attention (and saves c_proj(v_BOS))
+  bool causal = false;  // single-block decode attends to 0..i (else the constant of slot 0)
+  bool topp = false;    // guided logits + top-p kernel (else argmax in the lm_head tail)
+};
+
+}  // namespace
+
+struct CudaGptEngine::Impl {
+  GptConfig cfg;
+  EngineOptions opts;
+  int N = 0, s = 0, Rmax = 0, L = 0, Vs = 0, V = 0, Tdual = 0, maxs_dual = 0, maxs_single = 0;
+  cudaStream_t stream = nullptr;
+  cublasHandle_t blas = nullptr;
+  std::vector<void*> allocs;
+  size_t total_bytes = 0, weights_bytes = 0, kv_bytes = 0;
+  std::string dev_name;
+
+  std::vector<LayerW> layers;
+  LayerW single;
+  bf16* lm = nullptr;
+  float* wte = nullptr;
+
+  bf16 *kc = nullptr, *vc = nullptr, *skc = nullptr, *svc = nullptr;
+  float2* rope = nullptr;
+  float *x = nullptr, *stats = nullptr, *apart = nullptr, *ks_scratch = nullptr, *lm_val = nullptr, *guided = nullptr,
+        *raw = nullptr;
+  bf16 *qkv = nullptr, *att = nullptr, *hbuf = nullptr, *sconst = nullptr;
+  unsigned *acnt = nullptr, *ks_cnt = nullptr;
+  int *lm_idx = nullptr, *tokens = nullptr, *h_tokens = nullptr, *h_tokens_dev = nullptr;
+  Ctl* ctl = nullptr;
+  Dyn* dyn = nullptr;
+  float *pc = nullptr, *pacc = nullptr;
+  bf16 *pact = nullptr, *pq = nullptr, *patt = nullptr;
+  int lm_blocks = 0;
+  int nsm = 132, per_sm = 0, blocked = 0;
+
+  int R = 0, P = 0;
+  bool cfg_on = false, prefilled = false;
+  int tf_step = 0;
+  std::map<std::tuple<int, bool, bool, bool, int>, cudaGraphExec_t> graphs;
+
+  ~Impl() {
+    for (auto& kv : graphs) cudaGraphExecDestroy(kv.second);
+    if (h_tokens) cudaFreeHost(h_tokens);
+    for (void* p : allocs) cudaFree(p);
+    if (blas) cublasDestroy(blas);
+    if (stream) cudaStreamDestroy(stream);
+  }
+
+  template <typename T>
+  T* dalloc(size_t count) {
+    void* p = nullptr;
+    const size_t bytes = std::max<size_t>(count * sizeof(T), 16);
+    cudaError_t e = cudaMalloc(&p, bytes);
+    if (e != cudaSuccess) {
+      size_t fr = 0, tot = 0;
+      cudaMemGetInfo(&fr, &tot);
+      throw cubeforge::Error("CUDA GPT: cannot allocate " + std::to_string(bytes >> 20) + " MiB on the GPU (" +
+                             std::to_string(fr >> 20) + " MiB free of " + std::to_string(tot >> 20) +
+                             " MiB): the GPU is too small or busy");
+    }
+    allocs.push_back(p);
+    total_bytes += bytes;
+    return static_cast<T*>(p);
+  }
+
+  bf16* kc_layer(bf16* base, int l) const { return base + (size_t)l * Rmax * H * Tdual * HD; }
+
+  // ---------------------------------------------------------------------------------------------------------------
+  void load(const GptWeightSource& src) {
+    // Plan the arena (two passes: count, then carve).
+    char* arena = nullptr;
+    size_t used = 0;
+    auto carve = [&](size_t bytes) -> void* {
+      used = (used + 255) & ~size_t(255);
+      void* p = arena ? arena + used : nullptr;
+      used += bytes;
+      return p;
+    };
+    auto plan = [&]() {
+      used = 0;
+      layers.assign(L, LayerW{});
+      for (int l = 0; l < L; ++l) {
+        LayerW& w = layers[l];
+        w.cond_pre_only = (l == L - 1);
+        w.x_qkv = (bf16*)carve((size_t)3 * D * D * 2);
+        w.x_vb = (bf16*)carve(D * 2);
+        w.x_qn = (float*)carve(HD * 4);
+        w.x_kn = (float*)carve(HD * 4);
+        w.x_o = (bf16*)carve((size_t)D * D * 2);
+        w.x_ob = (bf16*)carve(D * 2);
+        w.x_gu = (bf16*)carve((size_t)2 * F * D * 2);
+        w.x_gub = (bf16*)carve(2 * F * 2);
+        w.x_dn = (bf16*)carve((size_t)D * F * 2);
+        w.x_dnb = (bf16*)carve(D * 2);
+        if (!w.cond_pre_only) {
+          w.c_qkv = (bf16*)carve((size_t)3 * D * D * 2);
+          w.c_vb = (bf16*)carve(D * 2);
+          w.c_qn = (float*)carve(HD * 4);
+          w.c_kn = (float*)carve(HD * 4);
+          w.c_o = (bf16*)carve((size_t)D * D * 2);
+          w.c_ob = (bf16*)carve(D * 2);
+          w.c_gu = (bf16*)carve((size_t)2 * F * D * 2);
+          w.c_gub = (bf16*)carve(2 * F * 2);
+          w.c_dn = (bf16*)carve((size_t)D * F * 2);
+          w.c_dnb = (bf16*)carve(D * 2);
+        } else {
+          w.c_qkv = (bf16*)carve((size_t)2 * D * D * 2);
+          w.c_vb = (bf16*)carve(2 * D * 2);
+          w.c_kn = (float*)carve(HD * 4);
+        }
+      }
+      LayerW& w = single;
+      w.x_qkv = (bf16*)carve((size_t)3 * D * D * 2);
+      w.x_vb = (bf16*)carve(D * 2);
+      w.x_qn = (float*)carve(HD * 4);
+      w.x_kn = (float*)carve(HD * 4);
+      w.x_o = (bf16*)carve((size_t)D * D * 2);
+      w.x_ob = (bf16*)carve(D * 2);
+      w.x_gu = (bf16*)carve((size_t)2 * F * D * 2);
+      w.x_gub = (bf16*)carve(2 * F * 2);
+      w.x_dn = (bf16*)carve((size_t)D * F * 2);
+      w.x_dnb = (bf16*)carve(D * 2);
+      lm = (bf16*)carve((size_t)Vs * D * 2);
+      wte = (float*)carve((size_t)V * D * 4);
+    };
+    plan();
+    const size_t arena_bytes = used;
+    {
+      size_t fr = 0, tot = 0;
+      CF_CUDA(cudaMemGetInfo(&fr, &tot));
+      const size_t need = arena_bytes + ((size_t)256 << 20);
+      if (need > fr)
+        throw cubeforge::Error("CUDA GPT: the weights need " + std::to_string(arena_bytes >> 20) + " MiB but only " +
+                               std::to_string(fr >> 20) + " MiB of " + std::to_string(tot >> 20) +
+                               " MiB are free on " + dev_name);
+    }
+    arena = dalloc<char>(arena_bytes);
+    weights_bytes = arena_bytes;
+    plan();
+
+    float* staging = nullptr;
+    CF_CUDA(cudaMalloc(&staging, (size_t)V * D * 4));
+    struct Free {
+      float* p;
+      ~Free() { cudaFree(p); }
+    } free_staging{staging};
+    auto fetch = [&](const std::string& name, const std::vector<int64_t>& shape) {
+      std::vector<float> v = src.get(name, shape);
+      size_t n = 1;
+      for (auto d : shape) n *= (size_t)d;
+      if (v.size() != n)
+        throw cubeforge::Error("CUDA GPT: tensor " + name + " has " + std::to_string(v.size()) + " values, expected " +
+                               std::to_string(n));
+      for (float f : v)
+        if (!std::isfinite(f)) throw cubeforge::Error("CUDA GPT: tensor " + name + " holds a non-finite value");
+      return v;
+    };
+    // Decode-only matrices (x stream, single block, lm_head) may use the blocked GEMV layout (variant bit 3); the
+    // cond-stream matrices stay row-major for cuBLAS.
+    int blocked_now = 0;
+    auto up = [&](bf16* dst, const std::string& name, std::vector<int64_t> shape, int mode = 0, long rows_used = -1) {
+      std::vector<float> v = fetch(name, shape);
+      const long rows = rows_used >= 0 ? rows_used : (long)shape[0];
+      const long cols = shape.size() > 1 ? (long)shape[1] : 1;
+      // Stream-ordered copy: a plain cudaMemcpy from pageable memory can return before its DMA has landed, and
+      // this (non-blocking) stream would not wait for it.
+      CF_CUDA(cudaMemcpyAsync(staging, v.data(), (size_t)rows * cols * 4, cudaMemcpyHostToDevice, stream));
+      convert_kernel<<<1024, 256, 0, stream>>>(staging, dst, rows, cols, mode, blocked_now);
+      CF_CUDA(cudaGetLastError());
+      CF_CUDA(cudaStreamSynchronize(stream));
+    };
+    auto bias = [&](bf16* dst, const std::string& name, int64_t n, int mode = 0) {
+      if (cfg.bias) {
+        up(dst, name, {n}, mode);
+      } else {
+        CF_CUDA(cudaMemsetAsync(dst, 0, n * 2, stream));
+      }
+    };
+    auto f32 = [&](float* dst, const std::string& name, std::vector<int64_t> shape) {
+      std::vector<float> v = fetch(name, shape);
+      CF_CUDA(cudaMemcpyAsync(dst, v.data(), v.size() * 4, cudaMemcpyHostToDevice, stream));
+      CF_CUDA(cudaStreamSynchronize(stream));
+    };
+    auto pre = [&](const std::string& pfx, bf16* qkv, bf16* vb, float* qn, float* kn) {
+      up(qkv, pfx + "c_qk.weight", {2 * D, D});
+      up(qkv + (size_t)2 * D * D, pfx + "c_v.weight", {D, D});  // blocked: 8-row groups, so the offset still holds
+      bias(vb, pfx + "c_v.bias", D);
+      f32(qn, pfx + "q_norm.weight", {HD});
+      f32(kn, pfx + "k_norm.weight", {HD});
+    };
+    auto mlp = [&](const std::string& pfx, bf16* gu, bf16* gub, bf16* dn, bf16* dnb) {
+      up(gu, pfx + "gate_proj.weight", {F, D}, 1);
+      up(gu, pfx + "up_proj.weight", {F, D}, 2);
+      bias(gub, pfx + "gate_proj.bias", F, 1);
+      bias(gub, pfx + "up_proj.bias", F, 2);
+      up(dn, pfx + "down_proj.weight", {D, F});
+      bias(dnb, pfx + "down_proj.bias", D);
+    };
+    for (int l = 0; l < L; ++l) {
+      LayerW& w = layers[l];
+      const std::string b = "transformer.dual_blocks." + std::to_string(l) + ".";
+      blocked_now = blocked;
+      pre(b + "attn.pre_x.", w.x_qkv, w.x_vb, w.x_qn, w.x_kn);
+      up(w.x_o, b + "post_1.c_proj.weight", {D, D});
+      bias(w.x_ob, b + "post_1.c_proj.bias", D);
+      mlp(b + "post_1.mlp.", w.x_gu, w.x_gub, w.x_dn, w.x_dnb);
+      blocked_now = 0;
+      if (!w.cond_pre_only) {
+        pre(b + "attn.pre_c.", w.c_qkv, w.c_vb, w.c_qn, w.c_kn);
+        up(w.c_o, b + "post_2.c_proj.weight", {D, D});
+        bias(w.c_ob, b + "post_2.c_proj.bias", D);
+        mlp(b + "post_2.mlp.", w.c_gu, w.c_gub, w.c_dn, w.c_dnb);
+      } else {
+        up(w.c_qkv, b + "attn.pre_c.c_k.weight", {D, D});
+        up(w.c_qkv + (size_t)D * D, b + "attn.pre_c.c_v.weight", {D, D});
+        bias(w.c_vb, b + "attn.pre_c.c_k.bias", D);
+        bias(w.c_vb + D, b + "attn.pre_c.c_v.bias", D);
+        f32(w.c_kn, b + "attn.pre_c.k_norm.weight", {HD});
+      }
+    }
+    blocked_now = blocked;
+    {
+      LayerW& w = single;
+      const std::string b = "transformer.single_blocks.0.";
+      pre(b + "attn.", w.x_qkv, w.x_vb, w.x_qn, w.x_kn);
+      up(w.x_o, b + "attn.c_proj.weight", {D, D});
+      bias(w.x_ob, b + "attn.c_proj.bias", D);
+      mlp(b + "mlp.", w.x_gu, w.x_gub, w.x_dn, w.x_dnb);
+    }
+    up(lm, "lm_head.weight", {V, D}, 0, Vs);
+    blocked_now = 0;
+    f32(wte, "transformer.wte.weight", {V, D});
+  }
+
+  void alloc_buffers() {
+    Tdual = s + N;
+    maxs_dual = (Tdual + ACH - 1) / ACH;
+    maxs_single = (N + ACH - 1) / ACH;
+    const size_t kvd = (size_t)L * Rmax * H * Tdual * HD, kvs = (size_t)Rmax * H * N * HD;
+    kc = dalloc<bf16>(kvd);
+    vc = dalloc<bf16>(kvd);
+    skc = dalloc<bf16>(kvs);
+    svc = dalloc<bf16>(kvs);
+    kv_bytes = (kvd + kvs) * 2 * 2;
+    rope = dalloc<float2>((size_t)N * (HD / 2));
+    {
+      std::vector<float2> t((size_t)N * (HD / 2));
+      for (int j = 0; j < HD / 2; ++j) {
+        const float e = (float)(2 * j) / (float)HD;
+        const float inv = 1.0f / std::pow((float)cfg.rope_theta, e);
+        for (int p = 0; p < N; ++p) {
+          const float a = (float)p * inv;
+          t[(size_t)p * (HD / 2) + j] = make_float2(std::cos(a), std::sin(a));
+        }
+      }
+      CF_CUDA(cudaMemcpy(rope, t.data(), t.size() * sizeof(float2), cudaMemcpyHostToDevice));
+    }
+    x = dalloc<float>((size_t)Rmax * D);
+    stats = dalloc<float>((size_t)Rmax * NSLOT * 2);
+    qkv = dalloc<bf16>((size_t)Rmax * QKV_LD);
+    att = dalloc<bf16>((size_t)Rmax * D);
+    hbuf = dalloc<bf16>((size_t)Rmax * F);
+    sconst = dalloc<bf16>((size_t)Rmax * D);
+    const int maxs = std::max(maxs_dual, maxs_single);
+    apart = dalloc<float>((size_t)Rmax * H * maxs * (HD + 2));
+    acnt = dalloc<unsigned>((size_t)Rmax * H);
+    CF_CUDA(cudaMemset(acnt, 0, (size_t)Rmax * H * sizeof(unsigned)));
+    ks_scratch = dalloc<float>((size_t)(D / 8) * 2 * 16 * 8);
+    ks_cnt = dalloc<unsigned>(D / 8);
+    CF_CUDA(cudaMemset(ks_cnt, 0, (D / 8) * sizeof(unsigned)));
+    lm_blocks = GemvLm::blocks(Vs);
+    lm_val = dalloc<float>((size_t)MAXP * lm_blocks);
+    lm_idx = dalloc<int>((size_t)MAXP * lm_blocks);
+    guided = dalloc<float>((size_t)MAXP * Vs);
+    raw = dalloc<float>((size_t)Rmax * Vs);
+    tokens = dalloc<int>((size_t)MAXP * N);
+    CF_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&h_tokens), (size_t)MAXP * N * sizeof(int), cudaHostAllocMapped));
+    CF_CUDA(cudaHostGetDevicePointer(reinterpret_cast<void**>(&h_tokens_dev), h_tokens, 0));
+    ctl = dalloc<Ctl>(1);
+    dyn = dalloc<Dyn>(1);
+    CF_CUDA(cudaMemset(dyn, 0, sizeof(Dyn)));
+    const size_t M = (size_t)Rmax * s;
+    pc = dalloc<float>(M * D);
+    pacc = dalloc<float>(M * 2 * F);
+    pact = dalloc<bf16>(M * F);
+    pq = dalloc<bf16>(M * D);
+    patt = dalloc<bf16>(M * D);
+    GemvQkv::prepare();
+    GemvOproj::prepare();
+    GemvOprojKs::prepare();
+    GemvGateUp::prepare();
+    GemvDownKs::prepare();
+    GemvDown16::prepare();
+    GemvLm::prepare();
+  }
+
+  // ---------------------------------------------------------------------------------------------------------------
+  void gemm(const bf16* A, int M, int K, const bf16* W, int Nn, float* C) {
+    const float one = 1.f, zero = 0.f;
+    CF_BLAS(cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, Nn, M, K, &one, W, CUDA_R_16BF, K, A, CUDA_R_16BF, K, &zero,
+                         C, CUDA_R_32F, Nn, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  }
+
+  void run_cond_stream() {
+    const int M = R * s;
+    const int eb = std::min<long>(4096, ((long)M * D + 255) / 256);
+    for (int l = 0; l < L; ++l) {
+      const LayerW& w = layers[l];
+      bf16* k_l = kc_layer(kc, l);
+      bf16* v_l = kc_layer(vc, l);
+      ln_rows_kernel<<<M, 256, 0, stream>>>(pc, pact, cfg.eps);
+      CF_CUDA(cudaGetLastError());
+      if (!w.cond_pre_only) {
+        gemm(pact, M, D, w.c_qkv, 3 * D, pacc);
+        cond_qkv_post_kernel<<<dim3(M, H), 128, 0, stream>>>(pacc, 3 * D, w.c_vb, 0, w.c_qn, w.c_kn, s, Tdual, pq, k_l, v_l);
+        CF_CUDA(cudaGetLastError());
+        cond_attn_kernel<<<dim3(R, H), 128, 0, stream>>>(pq, k_l, v_l, s, Tdual, patt);
+        CF_CUDA(cudaGetLastError());
+        gemm(patt, M, D, w.c_o, D, pacc);
+        bias_resid_kernel<<<eb, 256, 0, stream>>>(pacc, w.c_ob, pc, (long)M * D);
+        CF_CUDA(cudaGetLastError());
+        ln_rows_kernel<<<M, 256, 0, stream>>>(pc, pact, cfg.eps);
+        gemm(pact, M, D, w.c_gu, 2 * F, pacc);
+        swiglu_rows_kernel<<<4096, 256, 0, stream>>>(pacc, w.c_gub, pact, M);
+        CF_CUDA(cudaGetLastError());
+        gemm(pact, M, F, w.c_dn, D, pacc);
+        bias_resid_kernel<<<eb, 256, 0, stream>>>(pacc, w.c_dnb, pc, (long)M * D);
+        CF_CUDA(cudaGetLastError());
+      } else {
+        gemm(pact, M, D, w.c_qkv, 2 * D, pacc);
+        cond_qkv_post_kernel<<<dim3(M, H), 128, 0, stream>>>(pacc, 2 * D, w.c_vb, 1, nullptr, w.c_kn, s, Tdual, pq, k_l, v_l);
+        CF_CUDA(cudaGetLastError());
+      }
+    }
+  }
+
+  GemvParams base_params() const {
+    GemvParams p = {};
+    p.blocked = blocked;
+    p.R = R;
+    p.X = x;
+    p.stats = stats;
+    p.eps = cfg.eps;
+    p.resid = x;
+    p.stats_out = stats;
+    p.ks_scratch = ks_scratch;
+    p.ks_cnt = ks_cnt;
+    return p;
+  }
+
+  void block_step(const LayerW& w, bf16* k_l, bf16* v_l, int T, int coff, int maxs, bool attn, const bf16* add2,
+                  bf16* save_y) {
+    const bool pdl = opts.pdl;
+    if (attn) {
+      GemvParams q = base_params();
+      q.W = w.x_qkv;
+      q.N = 3 * D;
+      q.bias = w.x_vb;
+      q.bias_from = 2 * D;
+      q.out = qkv;
+      q.ld_out = QKV_LD;
+      GemvQkv::run(q, stream, pdl, nsm, per_sm);
+      AttnParams a = {};
+      a.qkv = qkv;
+      a.qnorm = w.x_qn;
+      a.knorm = w.x_kn;
+      a.kc = k_l;
+      a.vc = v_l;
+      a.T = T;
+      a.coff = coff;
+      a.slot0_only = 0;
+      a.rope = rope;
+      a.dyn = dyn;
+      a.part = apart;
+      a.cnt = acnt;
+      a.out = att;
+      a.maxs = maxs;
+      launch(attn_decode_kernel, dim3(maxs, H, R), dim3(128), 0, stream, pdl, a);
+      GemvParams o = base_params();
+      o.W = w.x_o;
+      o.N = D;
+      o.A = att;
+      o.bias = w.x_ob;
+      o.save_y = save_y;
+      if (opts.variant & 1) GemvOprojKs::run(o, stream, pdl, nsm, per_sm);
+      else GemvOproj::run(o, stream, pdl, nsm, per_sm);
+    }
+    GemvParams g = base_params();
+    g.W = w.x_gu;
+    g.N = 2 * F;
+    g.bias = w.x_gub;
+    g.out = hbuf;
+    g.ld_out = F;
+    GemvGateUp::run(g, stream, pdl, nsm, per_sm);
+    GemvParams d = base_params();
+    d.W = w.x_dn;
+    d.N = D;
+    d.A = hbuf;
+    d.bias = w.x_dnb;
+    d.add2 = add2;
+    if (opts.variant & 2) GemvDown16::run(d, stream, pdl, nsm, per_sm);
+    else GemvDownKs::run(d, stream, pdl, nsm, per_sm);
+  }
+
+  void enqueue_step(const StepKind& k) {
+    const bool pdl = opts.pdl;
+    if (k.step0) {  // x = BOS embedding in every row (plain launch: nothing before it in the stream is a kernel)
+      init_rows_kernel<<<64, 256, 0, stream>>>(wte, cfg.bos_id(), R, x, stats);
+      CF_CUDA(cudaGetLastError());
+    }
+    for (int l = 0; l < L; ++l) {
+      const bool last = (l == L - 1);
+      const bf16* add2 = (last && !k.step0 && !k.causal) ? sconst : nullptr;
+      block_step(layers[l], kc_layer(kc, l), kc_layer(vc, l), Tdual, s, maxs_dual, true, add2, nullptr);
+    }
+    const bool sattn = k.step0 || k.causal;
+    block_step(single, skc, svc, N, 0, maxs_single, sattn, nullptr, k.step0 ? sconst : nullptr);
+    GemvParams p = base_params();
+    p.W = lm;
+    p.N = Vs;
+    p.ctl = ctl;
+    p.dyn = dyn;
+    p.guided = guided;
+    p.raw = raw;
+    p.lm_val = lm_val;
+    p.lm_idx = lm_idx;
+    p.tail = k.topp ? 0 : 1;
+    p.wte = wte;
+    p.x_next = x;
+    p.stats_next = stats;
+    p.tokens = tokens;
+    p.host_tokens = h_tokens_dev;
+    GemvLm::run(p, stream, pdl, nsm, per_sm);
+    if (k.topp) {
+      ToppParams t = {ctl, dyn, guided, wte, x, stats, tokens, h_tokens_dev};
+      launch(topp_kernel, dim3(P), dim3(TOPP_THREADS), 0, stream, pdl, t);
+    }
+  }
+
+  cudaGraphExec_t graph(bool causal, bool topp, int steps, double* capture_ms) {
+    const auto key = std::make_tuple(R, cfg_on, causal, topp, steps);
+    auto it = graphs.find(key);
+    if (it != graphs.end()) return it->second;
+    const double t0 = now_ms();
+    CF_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    try {
+      for (int i = 0; i < steps; ++i) enqueue_step(StepKind{false, causal, topp});
+    } catch (...) {
+      cudaGraph_t g = nullptr;
+      cudaStreamEndCapture(stream, &g);
+      if (g) cudaGraphDestroy(g);
+      throw;
+    }
+    cudaGraph_t g = nullptr;
+    CF_CUDA(cudaStreamEndCapture(stream, &g));
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t e = cudaGraphInstantiate(&exec, g, 0);
+    cudaGraphDestroy(g);
+    CF_CUDA(e);
+    CF_CUDA(cudaGraphUpload(exec, stream));
+    CF_CUDA(cudaStreamSynchronize(stream));
+    graphs[key] = exec;
+    if (capture_ms) *capture_ms += now_ms() - t0;
+    return exec;
+  }
+
+  void write_ctl(const Ctl& c) { CF_CUDA(cudaMemcpyAsync(ctl, &c, sizeof(Ctl), cudaMemcpyHostToDevice, stream)); }
+  void reset_pos() { CF_CUDA(cudaMemsetAsync(&dyn->pos, 0, sizeof(int), stream)); }
+  Ctl make_ctl(double guidance) const {
+    Ctl c = {};
+    c.P = P;
+    c.cfg = cfg_on ? 1 : 0;
+    c.N = N;
+    c.vocab = Vs;
+    c.guidance = cfg_on ? guidance : 0.0;
+    c.top_p = 0.9f;
+    return c;
+  }
+};
+
+// ---- public API ---------------------------------------------------------------------------------------------------
+bool cuda_available(std::string* why) {
+  auto fail = [&](const std::string& m) {
+    if (why) *why = m;
+    return false;
+  };
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    return fail(std::string("no usable CUDA driver/device: ") + cudaGetErrorString(e));
+  }
+  if (n == 0) return fail("no CUDA device found");
+  int drv = 0, rt = 0;
+  cudaDriverGetVersion(&drv);
+  cudaRuntimeGetVersion(&rt);
+  if (drv < rt)
+    return fail("the NVIDIA driver supports CUDA " + std::to_string(drv / 1000) + "." + std::to_string(drv % 1000 / 10) +
+                " but this build needs " + std::to_string(rt / 1000) + "." + std::to_string(rt % 1000 / 10) +
+                ": update the driver");
+  cudaDeviceProp prop;
+  e = cudaGetDeviceProperties(&prop, 0);
+  if (e != cudaSuccess) return fail(std::string("cannot query the GPU: ") + cudaGetErrorString(e));
+  if (!(prop.major == 9 && prop.minor == 0))
+    return fail(std::string("the CUDA GPT kernels are built for compute capability 9.0 (H100/H200, sm_90a); found ") +
+                prop.name + " (" + std::to_string(prop.major) + "." + std::to_string(prop.minor) + ")");
+  if (why) *why = std::string("ok: ") + prop.name;
+  return true;
+}
+
+double measure_copy_bandwidth(size_t bytes, int reps) {
+  void *a = nullptr, *b = nullptr;
+  CF_CUDA(cudaMalloc(&a, bytes));
+  if (cudaMalloc(&b, bytes) != cudaSuccess) {
+    cudaFree(a);
+    throw cubeforge::Error("measure_copy_bandwidth: out of device memory");
+  }
+  cudaMemset(a, 0x5a, bytes);
+  cudaMemset(b, 0x33, bytes);
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+  for (int i = 0; i < 2; ++i) cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, 0);
+  cudaEventRecord(e0, 0);
+  for (int i = 0; i < reps; ++i) cudaMemcpyAsync(i % 2 ? a : b, i % 2 ? b : a, bytes, cudaMemcpyDeviceToDevice, 0);
+  cudaEventRecord(e1, 0);
+  cudaEventSynchronize(e1);
+  float ms = 0;
+  cudaEventElapsedTime(&ms, e0, e1);
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  cudaFree(a);
+  cudaFree(b);
+  CF_CUDA(cudaGetLastError());
+  return 2.0 * (double)bytes * reps / (ms * 1e-3);
+}
+
+CudaGptEngine::CudaGptEngine() : impl_(std::make_unique<Impl>()) {}
+CudaGptEngine::~CudaGptEngine() = default;
+
+std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int num_tokens, int cond_len,
+                                                     const GptWeightSource& weights, int max_batch_rows,
+                                                     const EngineOptions& opts) {
+  std::string why;
+  if (!cuda_available(&why)) throw cubeforge::Error("CUDA GPT unavailable: " + why);
+  if (cfg.n_embd != D || cfg.n_head != H || cfg.mlp_hidden() != F)
+    throw cubeforge::Error("CUDA GPT: kernels are specialised for n_embd 1536, 12 heads, MLP 6144; config has n_embd " +
+                           std::to_string(cfg.n_embd) + ", n_head " + std::to_string(cfg.n_head));
+  if (cfg.n_single_layer != 1) throw cubeforge::Error("CUDA GPT: n_single_layer must be 1");
+  if (cfg.n_layer < 1) throw cubeforge::Error("CUDA GPT: n_layer must be >= 1");
+  if (cfg.use_pooled_text_embed) throw cubeforge::Error("CUDA GPT: use_pooled_text_embed is not supported");
+  if (num_tokens < 2 || num_tokens > 4096) throw cubeforge::Error("CUDA GPT: num_tokens out of range");
+  if (cond_len < 1 || cond_len > 128) throw cubeforge::Error("CUDA GPT: cond_len must be in [1, 128]");
+  if (max_batch_rows < 1 || max_batch_rows > MAXR) throw cubeforge::Error("CUDA GPT: max_batch_rows must be in [1, 16]");
+  if (cfg.shape_model_vocab_size % 16 != 0 || cfg.shape_model_vocab_size > 16384)
+    throw cubeforge::Error("CUDA GPT: shape_model_vocab_size must be a multiple of 16, <= 16384");
+  if (!weights.get) throw cubeforge::Error("CUDA GPT: no weight source");
+  std::unique_ptr<CudaGptEngine> e(new CudaGptEngine());
+  Impl& m = *e->impl_;
+  m.cfg = cfg;
+  m.opts = opts;
+  m.N = num_tokens;
+  m.s = cond_len;
+  m.Rmax = max_batch_rows;
+  m.L = cfg.n_layer;
+  m.Vs = cfg.shape_model_vocab_size;
+  m.V = cfg.vocab();
+  CF_CUDA(cudaSetDevice(0));
+  cudaDeviceProp prop;
+  CF_CUDA(cudaGetDeviceProperties(&prop, 0));
+  m.dev_name = prop.name;
+  m.nsm = prop.multiProcessorCount;
+  m.per_sm = (opts.variant & 4) ? 1 : 0;
+  m.blocked = (opts.variant & 8) ? 1 : 0;  // blocked layout: experimental, not yet measured on the GPU
+  CF_CUDA(cudaStreamCreateWithFlags(&m.stream, cudaStreamNonBlocking));
+  if (cublasCreate(&m.blas) != CUBLAS_STATUS_SUCCESS) throw cubeforge::Error("CUDA GPT: cublasCreate failed");
+  CF_BLAS(cublasSetStream(m.blas, m.stream));
+  CF_BLAS(cublasSetMathMode(m.blas, CUBLAS_DEFAULT_MATH));
+  const double t0 = now_ms();
+  m.load(weights);
+  m.alloc_buffers();
+  CF_CUDA(cudaDeviceSynchronize());  // legacy-stream memsets/copies of alloc_buffers() complete before any kernel
+  if (opts.verbose)
+    std::fprintf(stderr,
+                 "cubeforge cuda: %s: weights %.2f GiB (bf16 arena, wte fp32), KV cache %.2f GiB for %d rows, "
+                 "total VRAM %.2f GiB; loaded in %.1f s\n",
+                 m.dev_name.c_str(), m.weights_bytes / 1073741824.0, m.kv_bytes / 1073741824.0, m.Rmax,
+                 m.total_bytes / 1073741824.0, (now_ms() - t0) / 1000.0);
+  return e;
+}
+
+double CudaGptEngine::prefill(const float* cond, int rows, bool cfg) {
+  Impl& m = *impl_;
+  if (rows < 1 || rows > m.Rmax) throw cubeforge::Error("CUDA GPT prefill: rows must be in [1, max_batch_rows]");
+  if (cfg && rows % 2) throw cubeforge::Error("CUDA GPT prefill: with CFG rows must be even (cond then uncond)");
+  const int P = cfg ? rows / 2 : rows;
+  if (P > MAXP) throw cubeforge::Error("CUDA GPT prefill: at most 8 prompts/variations");
+  m.R = rows;
+  m.P = P;
+  m.cfg_on = cfg;
+  m.prefilled = false;
+  cudaEvent_t e0, e1;
+  CF_CUDA(cudaEventCreate(&e0));
+  CF_CUDA(cudaEventCreate(&e1));
+  CF_CUDA(cudaMemcpyAsync(m.pc, cond, (size_t)rows * m.s * D * 4, cudaMemcpyHostToDevice, m.stream));
+  CF_CUDA(cudaEventRecord(e0, m.stream));
+  m.run_cond_stream();
+  CF_CUDA(cudaEventRecord(e1, m.stream));
+  CF_CUDA(cudaStreamSynchronize(m.stream));
+  float ms = 0;
+  cudaEventElapsedTime(&ms, e0, e1);
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  m.prefilled = true;
+  m.tf_step = 0;
+  return ms;
+}
+
+std::vector<int32_t> CudaGptEngine::generate(const GenerateOptions& o, GenerateStats* stats) {
+  Impl& m = *impl_;
+  if (!m.prefilled) throw cubeforge::Error("CUDA GPT generate: call prefill() first");
+  const double t_start = now_ms();
+  const bool topp = o.top_p.has_value();
+  const bool causal = o.attention == SingleBlockAttention::Causal;
+  const int K = std::max(1, o.steps_per_graph);
+  GenerateStats st;
+  st.steps_per_chunk = K;
+  Ctl c = m.make_ctl(o.guidance);
+  c.write_guided = topp ? 1 : 0;
+  c.top_p = topp ? *o.top_p : 0.9f;
+  c.seed = o.seed;
+  std::fill(m.h_tokens, m.h_tokens + (size_t)MAXP * m.N, -1);
+  if (o.use_graph) {
+    m.graph(causal, topp, K, &st.capture_ms);
+    m.graph(causal, topp, 1, &st.capture_ms);
+  }
+  m.tf_step = -1;  // teacher forcing must start from a new prefill
+  m.write_ctl(c);
+  m.reset_pos();
+
+  std::vector<cudaEvent_t> evs;
+  auto new_event = [&]() {
+    cudaEvent_t e;
+    CF_CUDA(cudaEventCreate(&e));
+    evs.push_back(e);
+    return e;
+  };
+  struct Chunk {
+    cudaEvent_t ev;
+    int first, count;
+  };
+  std::vector<Chunk> chunks;
+  size_t delivered = 0;
+  auto deliver = [&](const Chunk& ch) {
+    CF_CUDA(cudaEventSynchronize(ch.ev));
+    if (o.on_token) {
+      const double t = (now_ms() - t_start) / 1000.0;
+      for (int i = ch.first; i < ch.first + ch.count; ++i)
+        for (int p = 0; p < m.P; ++p)
+          o.on_token(i, p, reinterpret_cast<volatile int*>(m.h_tokens)[p * m.N + i], t);
+    }
+  };
+  bool cancelled = false;
+  try {
+    cudaEvent_t e_start = new_event();
+    CF_CUDA(cudaEventRecord(e_start, m.stream));
+    m.enqueue_step(StepKind{true, causal, topp});
+    cudaEvent_t e0 = new_event();
+    CF_CUDA(cudaEventRecord(e0, m.stream));
+    chunks.push_back({e0, 0, 1});
+    int next = 1;
+    while (next < m.N) {
+      if (o.cancel && o.cancel->load()) {
+        cancelled = true;
+        break;
+      }
+      const int cnt = (m.N - next >= K) ? K : 1;
+      if (o.use_graph) {
+        CF_CUDA(cudaGraphLaunch(m.graph(causal, topp, cnt, &st.capture_ms), m.stream));
+      } else {
+        for (int i = 0; i < cnt; ++i) m.enqueue_step(StepKind{false, causal, topp});
+      }
+      cudaEvent_t e = new_event();
+      CF_CUDA(cudaEventRecord(e, m.stream));
+      chunks.push_back({e, next, cnt});
+      next += cnt;
+      while (chunks.size() - delivered > (size_t)std::max(1, o.queue_depth)) deliver(chunks[delivered++]);
+    }
+    while (delivered < chunks.size()) deliver(chunks[delivered++]);
+    CF_CUDA(cudaStreamSynchronize(m.stream));
+    CF_CUDA(cudaGetLastError());
+    float ms = 0;
+    cudaEventElapsedTime(&ms, e_start, chunks[0].ev);
+    st.step0_ms = ms;
+    cudaEventElapsedTime(&ms, chunks[0].ev, chunks.back().ev);
+    st.decode_ms = ms;
+    for (size_t i = 1; i < chunks.size(); ++i) {
+      cudaEventElapsedTime(&ms, chunks[i - 1].ev, chunks[i].ev);
+      st.chunk_ms.push_back(ms / chunks[i].count);
+    }
+  } catch (...) {
+    cudaStreamSynchronize(m.stream);
+    for (auto e : evs) cudaEventDestroy(e);
+    throw;
+  }
+  for (auto e : evs) cudaEventDestroy(e);
+  st.wall_ms = now_ms() - t_start;
+  if (stats) *stats = st;
+  if (cancelled) throw cubeforge::Cancelled();
+  std::vector<int32_t> out((size_t)m.P * m.N);
+  for (size_t i = 0; i < out.size(); ++i) out[i] = m.h_tokens[i];
+  return out;
+}
+
+std::vector<float> CudaGptEngine::step_logits(const std::vector<int32_t>& feed, float guidance,
+                                              SingleBlockAttention mode, bool use_graph, std::vector<int32_t>* argmax) {
+  Impl& m = *impl_;
+  if (!m.prefilled || m.tf_step < 0) throw cubeforge::Error("CUDA GPT step_logits: call prefill() first");
+  if ((int)feed.size() != m.P) throw cubeforge::Error("CUDA GPT step_logits: one token per variation");
+  if (m.tf_step >= m.N) throw cubeforge::Error("CUDA GPT step_logits: all N steps done");
+  const bool causal = mode == SingleBlockAttention::Causal;
+  Ctl c = m.make_ctl(guidance);
+  c.forced = 1;
+  c.write_raw = 1;
+  for (int p = 0; p < m.P; ++p) c.forced_tok[p] = feed[p];
+  m.write_ctl(c);
+  if (m.tf_step == 0) {
+    m.reset_pos();
+    m.enqueue_step(StepKind{true, causal, false});
+  } else if (use_graph) {
+    CF_CUDA(cudaGraphLaunch(m.graph(causal, false, 1, nullptr), m.stream));
+  } else {
+    m.enqueue_step(StepKind{false, causal, false});
+  }
+  std::vector<float> out((size_t)m.R * m.Vs);
+  CF_CUDA(cudaMemcpyAsync(out.data(), m.raw, out.size() * 4, cudaMemcpyDeviceToHost, m.stream));
+  CF_CUDA(cudaStreamSynchronize(m.stream));
+  if (argmax) {
+    argmax->assign(m.P, 0);
+    const double gd = m.cfg_on ? (double)guidance * (double)(m.N - m.tf_step) / (double)m.N : 0.0;
+    const float g1 = (float)(1.0 + gd), gm = (float)gd;
+    for (int p = 0; p < m.P; ++p) {
+      float best = -INFINITY;
+      int bi = 0;
+      for (int v = 0; v < m.Vs; ++v) {
+        const float lc = out[(size_t)p * m.Vs + v];
+        volatile float a = g1 * lc;
+        volatile float b = m.cfg_on ? gm * out[(size_t)(m.P + p) * m.Vs + v] : 0.f;
+        const float gv = m.cfg_on ? a - b : lc;
+        if (gv > best) {
+          best = gv;
+          bi = v;
+        }
+      }
+      (*argmax)[p] = bi;
+    }
+  }
+  ++m.tf_step;
+  return out;
+}
+
+size_t CudaGptEngine::vram_bytes() const { return impl_->total_bytes; }
+size_t CudaGptEngine::weight_bytes() const { return impl_->weights_bytes; }
+int CudaGptEngine::rows() const { return impl_->R; }
+int CudaGptEngine::num_tokens() const { return impl_->N; }
+int CudaGptEngine::cond_len() const { return impl_->s; }
+std::string CudaGptEngine::device_name() const { return impl_->dev_name; }
+
+double CudaGptEngine::decode_bytes_per_step(int rows, SingleBlockAttention mode) const {
+  const Impl& m = *impl_;
+  const double layer = (3.0 * D * D + D * D + 2.0 * F * D + (double)D * F) * 2 + (D + D + 2 * F + D) * 2 + 2 * HD * 4;
+  const double single_mlp = (2.0 * F * D + (double)D * F) * 2 + (2 * F + D) * 2;
+  const double single_attn = (3.0 * D * D + D * D) * 2 + 2 * D * 2 + 2 * HD * 4;
+  double w = m.L * layer + single_mlp + (double)m.Vs * D * 2;
+  if (mode == SingleBlockAttention::Causal) w += single_attn;
+  double ctx = 0;  // mean valid prefix over decode steps 1..N-1
+  for (int i = 1; i < m.N; ++i) ctx += m.s + i + 1;
+  ctx /= (m.N - 1);
+  double kv = (double)m.L * rows * H * ctx * HD * 2 * 2;
+  if (mode == SingleBlockAttention::Causal) kv += (double)rows * H * (m.N / 2.0 + 1) * HD * 2 * 2;
+  return w + kv;
+}
+
+}  // namespace cubeforge::cuda

@@ -1,0 +1,848 @@
+// Kernels of the CUDA GPT engine (decode step and cond-stream prefill). See docs/cuda-gpt.md for the design.
+// Widths are fixed to the Cube 3D GPT (D 1536, 12 heads of 128, MLP 6144); the engine checks the config.
+#pragma once
+#include "cuda_common.cuh"
+
+namespace cubeforge::cuda::detail {
+
+constexpr int D = 1536, H = 12, HD = 128, F = 6144, NSLOT = D / 8, QKV_LD = 3 * D;
+constexpr int ACH = 32;            // keys per attention split block
+constexpr int AKPW = ACH / 4;      // keys per warp (4 warps)
+constexpr int MAXP = 8;            // variations (prompts) per batch
+constexpr int MAXR = 2 * MAXP;     // rows
+
+// Written by the host before a generate / teacher-forced step (never by kernels).
+struct Ctl {
+  int P;              // variations
+  int cfg;            // 1: rows = 2P (cond rows then uncond rows)
+  int N;              // tokens per object
+  int vocab;          // sampled range [0, vocab)
+  int forced;         // teacher forcing: feed forced_tok instead of the chosen token
+  int write_guided;   // lm_head writes the guided logits (top-p needs them)
+  int write_raw;      // lm_head writes the raw bf16 logits
+  int pad0;
+  double guidance;
+  float top_p;
+  float pad1;
+  unsigned long long seed;
+  int forced_tok[MAXP];
+};
+// Written by kernels: the position (decode step index) and the last-block counters.
+struct Dyn {
+  int pos;
+  unsigned cnt_lm;
+  unsigned cnt_topp;
+  unsigned pad;
+};
+
+enum Epi { EPI_QKV = 0, EPI_RESID = 1, EPI_SWIGLU = 2, EPI_LMHEAD = 3 };
+
+struct GemvParams {
+  const bf16* W;       // [N][K] row-major (PyTorch Linear layout) or blocked (see gemv_load_w)
+  int N;
+  int blocked;
+  int R;               // rows (<= 16)
+  const bf16* A;       // non-LN input [R][K] bf16
+  const float* X;      // LN input [R][D] fp32
+  const float* stats;  // LN input partial stats [R][NSLOT] (sum, sumsq) over 8 columns each
+  float eps;
+  const bf16* bias;    // bias per output column (EPI_QKV: for columns >= bias_from)
+  int bias_from;
+  bf16* out;           // EPI_QKV / EPI_SWIGLU output
+  int ld_out;
+  float* resid;        // EPI_RESID: residual stream x [R][D] (x += y)
+  float* stats_out;    // EPI_RESID: partial stats of the new x
+  const bf16* add2;    // EPI_RESID: optional second residual add (single-block constant)
+  bf16* save_y;        // EPI_RESID: optional copy of y
+  float* ks_scratch;   // KSPLIT > 1: partial tiles
+  unsigned* ks_cnt;    // KSPLIT > 1: per-tile arrival counters (left at 0)
+  // EPI_LMHEAD
+  const Ctl* ctl;
+  Dyn* dyn;
+  float* guided;       // [P][vocab]
+  float* raw;          // [R][vocab]
+  float* lm_val;       // [P][gridDim.x] block argmax partials
+  int* lm_idx;
+  int tail;            // 1: last block picks the token (argmax / forced) and emits it
+  const float* wte;    // [V][D] fp32
+  float* x_next;       // residual stream to (re)initialise with the next embedding
+  float* stats_next;
+  int* tokens;         // device [P][N]
+  int* host_tokens;    // mapped pinned [P][N]
+};
+
+// ---- token emission: next embedding (both CFG rows), its LN stats, token outputs ------------------------------
+__device__ inline void emit_tokens(const int* tok, int p_begin, int p_end, const Ctl* ctl, int pos, const float* wte,
+                                   float* x, float* stats, int* tokens, int* host_tokens) {
+  const int P = ctl->P, cfg = ctl->cfg;
+  const int np = p_end - p_begin;
+  for (int v = threadIdx.x; v < np * (D / 4); v += blockDim.x) {
+    const int p = p_begin + v / (D / 4), k4 = (v % (D / 4)) * 4;
+    const float4 e = *reinterpret_cast<const float4*>(wte + (size_t)tok[p] * D + k4);
+    *reinterpret_cast<float4*>(x + (size_t)p * D + k4) = e;
+    if (cfg) *reinterpret_cast<float4*>(x + (size_t)(P + p) * D + k4) = e;
+  }
+  for (int v = threadIdx.x; v < np * NSLOT; v += blockDim.x) {
+    const int p = p_begin + v / NSLOT, sl = v % NSLOT;
+    const float* e = wte + (size_t)tok[p] * D + sl * 8;
+    float s = 0.f, q = 0.f;
+#pragma unroll
+    for (int c = 0; c < 8; ++c) {
+      s += e[c];
+      q += e[c] * e[c];
+    }
+    reinterpret_cast<float2*>(stats)[(size_t)p * NSLOT + sl] = make_float2(s, q);
+    if (cfg) reinterpret_cast<float2*>(stats)[(size_t)(P + p) * NSLOT + sl] = make_float2(s, q);
+  }
+  if ((int)threadIdx.x < np) {
+    const int p = p_begin + threadIdx.x;
+    tokens[p * ctl->N + pos] = tok[p];
+    if (host_tokens) reinterpret_cast<volatile int*>(host_tokens)[p * ctl->N + pos] = tok[p];
+  }
+}
+
+// ---- GEMV on tensor cores: y[r][n] = sum_k a[r][k] W[n][k] for R <= 16 rows, one weight read for all rows -------
+// A block computes tiles of NT = 8 NTILE outputs over a K range (KSPLIT ranges per tile, combined by the last of the
+// pair in a fixed order); its NW warps split that range. Each warp runs mma.m16n8k16 (rows = M, padded with zeros);
+// the k order inside a 32-wide chunk is permuted identically for A and B so that every lane loads 16 contiguous
+// bytes of the weight row and of the activation row. Persistent: a block walks tiles blockIdx.x, +gridDim.x, ...
+// with the next tile's weights loading into a second register set while the current one is reduced; the first
+// tile's weights are requested before griddepcontrol.wait, i.e. while the previous kernel still runs.
+// Weight layouts: row-major [N][K] (default), or blocked (EngineOptions::variant bit 3, not yet measured): 8-row x 32-column blocks of 512 B, block
+// (n/8, k/32) at ((n/8) (K/32) + k/32) 256 elements, row-major inside. A warp's fragment load is then one
+// contiguous 512 B request instead of 8 rows x 64 B.
+template <int K, int NTILE, int NW, int KSPLIT>
+__device__ __forceinline__ void gemv_load_w(uint4 (&w)[K / KSPLIT / (32 * NW)][NTILE], const bf16* W, int N, int t,
+                                            int warp, int g, int t4, bool blocked) {
+  constexpr int KS = K / KSPLIT, CPW = KS / (32 * NW), NT = 8 * NTILE;
+  const int n0 = (t / KSPLIT) * NT, kbase = (t % KSPLIT) * KS;
+#pragma unroll
+  for (int c = 0; c < CPW; ++c) {
+    const int kc = kbase / 32 + c * NW + warp;  // 32-column chunk
+#pragma unroll
+    for (int tt = 0; tt < NTILE; ++tt) {
+      const int n = n0 + tt * 8 + g;
+      const size_t off = blocked ? ((size_t)(n >> 3) * (K / 32) + kc) * 256 + (size_t)(g * 32 + t4 * 8)
+                                 : (size_t)n * K + kc * 32 + t4 * 8;
+      w[c][tt] = (n < N) ? ld_weight(W + off) : make_uint4(0, 0, 0, 0);
+    }
+  }
+}
+
+template <int K, int NTILE, int NW, int KSPLIT, int EPI, bool LN, bool M16>
+__global__ void __launch_bounds__(NW * 32) gemv_kernel(const GemvParams p) {
+  constexpr int KS = K / KSPLIT;
+  constexpr int CPW = KS / (32 * NW);
+  static_assert(CPW * 32 * NW == KS, "K split");
+  static_assert(!LN || (K == D && KSPLIT == 1), "LN input is the residual stream");
+  static_assert(EPI != EPI_SWIGLU || NTILE % 2 == 0, "gate/up tiles come in pairs");
+  static_assert(EPI != EPI_LMHEAD || NW >= MAXP, "one warp per variation in the tail");
+  constexpr int NT = 8 * NTILE;
+  constexpr int AST = K + 32;  // staging row stride (bf16): +64 B keeps two rows in different banks
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
+  const int total = (p.N + NT - 1) / NT * KSPLIT;
+  int t = blockIdx.x;
+
+  uint4 wa[CPW][NTILE], wb[CPW][NTILE];
+  gemv_load_w<K, NTILE, NW, KSPLIT>(wa, p.W, p.N, t, warp, g, t4, p.blocked);
+  pdl_wait();
+  pdl_trigger();
+
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int R = p.R;
+  size_t off = 0;
+  const bf16* act = reinterpret_cast<const bf16*>(smem);
+  if constexpr (LN) {
+    bf16* act_w = reinterpret_cast<bf16*>(smem);
+    off = ((size_t)R * AST * 2 + 15) & ~size_t(15);
+    float2* st = reinterpret_cast<float2*>(smem + off);
+    off += 16 * sizeof(float2);
+    for (int r = warp; r < R; r += NW) {
+      double s = 0.0, q = 0.0;
+      for (int j = lane; j < NSLOT; j += 32) {
+        const float2 v = __ldcg(reinterpret_cast<const float2*>(p.stats) + r * NSLOT + j);
+        s += v.x;
+        q += v.y;
+      }
+      s = warp_sum_d(s);
+      q = warp_sum_d(q);
+      if (lane == 0) {
+        const double mean = s / D;
+        double var = q / D - mean * mean;
+        if (var < 0.0) var = 0.0;
+        st[r] = make_float2((float)mean, (float)(1.0 / sqrt(var + (double)p.eps)));
+      }
+    }
+    __syncthreads();
+    for (int v = threadIdx.x; v < R * (K / 8); v += NW * 32) {
+      const int r = v / (K / 8), k8 = (v % (K / 8)) * 8;
+      const float4 a = ld_cg_f4(p.X + (size_t)r * D + k8), b = ld_cg_f4(p.X + (size_t)r * D + k8 + 4);
+      const float2 m = st[r];
+      uint4 o;
+      o.x = pack_bf2((a.x - m.x) * m.y, (a.y - m.x) * m.y);
+      o.y = pack_bf2((a.z - m.x) * m.y, (a.w - m.x) * m.y);
+      o.z = pack_bf2((b.x - m.x) * m.y, (b.y - m.x) * m.y);
+      o.w = pack_bf2((b.z - m.x) * m.y, (b.w - m.x) * m.y);
+      *reinterpret_cast<uint4*>(act_w + (size_t)r * AST + k8) = o;
+    }
+    __syncthreads();
+  }
+  float* red = reinterpret_cast<float*>(smem + off);
+  float* outs = red + NW * NTILE * 128;  // [16][NT]
+  int* flag = reinterpret_cast<int*>(outs + 16 * NT);
+
+  auto process = [&](const uint4 (&w)[CPW][NTILE], int tile_id) {
+    const int tile = tile_id / KSPLIT, ks = tile_id % KSPLIT;
+    const int n0 = tile * NT, kbase = ks * KS;
+    float acc[NTILE][4];
+#pragma unroll
+    for (int tt = 0; tt < NTILE; ++tt) acc[tt][0] = acc[tt][1] = acc[tt][2] = acc[tt][3] = 0.f;
+#pragma unroll
+    for (int c = 0; c < CPW; ++c) {
+      const int k = kbase + (c * NW + warp) * 32 + t4 * 8;
+      uint4 lo = make_uint4(0, 0, 0, 0), hi = make_uint4(0, 0, 0, 0);
+      if constexpr (LN) {
+        if (g < R) lo = *reinterpret_cast<const uint4*>(act + (size_t)g * AST + k);
+        if (M16 && g + 8 < R) hi = *reinterpret_cast<const uint4*>(act + (size_t)(g + 8) * AST + k);
+      } else {
+        if (g < R) lo = ld_cg16(p.A + (size_t)g * K + k);
+        if (M16 && g + 8 < R) hi = ld_cg16(p.A + (size_t)(g + 8) * K + k);
+      }
+#pragma unroll
+      for (int tt = 0; tt < NTILE; ++tt) {
+        mma_bf16_16816(acc[tt], lo.x, hi.x, lo.y, hi.y, w[c][tt].x, w[c][tt].y);
+        mma_bf16_16816(acc[tt], lo.z, hi.z, lo.w, hi.w, w[c][tt].z, w[c][tt].w);
+      }
+    }
+    // cross-warp reduction (fixed order: deterministic)
+#pragma unroll
+    for (int tt = 0; tt < NTILE; ++tt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) red[((warp * NTILE + tt) * 4 + i) * 32 + lane] = acc[tt][i];
+    __syncthreads();
+    for (int e = threadIdx.x; e < NTILE * 128; e += NW * 32) {
+      const int tt = e >> 7, i = (e >> 5) & 3, l = e & 31;
+      float s = 0.f;
+#pragma unroll
+      for (int ww = 0; ww < NW; ++ww) s += red[((ww * NTILE + tt) * 4 + i) * 32 + l];
+      const int row = (l >> 2) + ((i & 2) ? 8 : 0), col = tt * 8 + (l & 3) * 2 + (i & 1);
+      outs[row * NT + col] = s;
+    }
+    __syncthreads();
+
+    if constexpr (KSPLIT > 1) {
+      float* mine = p.ks_scratch + ((size_t)tile * KSPLIT + ks) * 16 * NT;
+      for (int e = threadIdx.x; e < R * NT; e += NW * 32) mine[e] = outs[e];
+      __threadfence();
+      __syncthreads();
+      if (threadIdx.x == 0) *flag = (atomicAdd(&p.ks_cnt[tile], 1u) == KSPLIT - 1);
+      __syncthreads();
+      if (!*flag) return;  // the other half finishes this tile
+      __threadfence();
+      for (int e = threadIdx.x; e < R * NT; e += NW * 32) {
+        float s = 0.f;
+#pragma unroll
+        for (int q = 0; q < KSPLIT; ++q) s += __ldcg(p.ks_scratch + ((size_t)tile * KSPLIT + q) * 16 * NT + e);
+        outs[e] = s;
+      }
+      if (threadIdx.x == 0) p.ks_cnt[tile] = 0;
+      __syncthreads();
+    }
+
+    // ---- epilogues ----
+    if constexpr (EPI == EPI_QKV) {
+      for (int e = threadIdx.x; e < R * NT; e += NW * 32) {
+        const int r = e / NT, c = e % NT, col = n0 + c;
+        if (col >= p.N) continue;
+        float v = outs[r * NT + c];
+        if (col >= p.bias_from) v += bf(p.bias[col - p.bias_from]);
+        p.out[(size_t)r * p.ld_out + col] = __float2bfloat16_rn(v);
+      }
+    } else if constexpr (EPI == EPI_RESID) {
+      for (int e = threadIdx.x; e < R * NT; e += NW * 32) {
+        const int r = e / NT, c = e % NT, col = n0 + c;
+        const float y = round_bf(outs[r * NT + c] + bf(p.bias[col]));
+        float x = __ldcg(p.resid + (size_t)r * D + col);
+        x = x + y;
+        if (p.add2) x = x + bf(__ldcg(p.add2 + (size_t)r * D + col));
+        p.resid[(size_t)r * D + col] = x;
+        if (p.save_y) p.save_y[(size_t)r * D + col] = __float2bfloat16_rn(y);
+        outs[r * NT + c] = x;
+      }
+      __syncthreads();
+      for (int e = threadIdx.x; e < R * NTILE; e += NW * 32) {
+        const int r = e / NTILE, tt = e % NTILE;
+        float s = 0.f, q = 0.f;
+#pragma unroll
+        for (int c = 0; c < 8; ++c) {
+          const float x = outs[r * NT + tt * 8 + c];
+          s += x;
+          q += x * x;
+        }
+        reinterpret_cast<float2*>(p.stats_out)[(size_t)r * NSLOT + n0 / 8 + tt] = make_float2(s, q);
+      }
+    } else if constexpr (EPI == EPI_SWIGLU) {
+      constexpr int NF = NT / 2;
+      for (int e = threadIdx.x; e < R * NF; e += NW * 32) {
+        const int r = e / NF, j = e % NF, m = j / 8, cc = j % 8;
+        const int cg = 2 * m * 8 + cc, cu = (2 * m + 1) * 8 + cc;
+        const float gv = round_bf(outs[r * NT + cg] + bf(p.bias[n0 + cg]));
+        const float uv = round_bf(outs[r * NT + cu] + bf(p.bias[n0 + cu]));
+        const float sg = round_bf(gv / (1.f + __expf(-gv)));
+        p.out[(size_t)r * p.ld_out + n0 / 2 + j] = __float2bfloat16_rn(sg * uv);
+      }
+    } else if constexpr (EPI == EPI_LMHEAD) {
+      const Ctl* ctl = p.ctl;
+      const int P = ctl->P, cfg = ctl->cfg, V = ctl->vocab;
+      const int pos = __ldcg(&p.dyn->pos);
+      const double gd = ctl->guidance * (double)(ctl->N - pos) / (double)ctl->N;
+      const float g1 = (float)(1.0 + gd), gm = (float)gd;
+      if (ctl->write_raw)
+        for (int e = threadIdx.x; e < R * NT; e += NW * 32) {
+          const int r = e / NT, c = e % NT, col = n0 + c;
+          if (col < V) p.raw[(size_t)r * V + col] = round_bf(outs[r * NT + c]);
+        }
+      __syncthreads();
+      for (int e = threadIdx.x; e < P * NT; e += NW * 32) {
+        const int pp = e / NT, c = e % NT, col = n0 + c;
+        const float lc = round_bf(outs[pp * NT + c]);
+        float gv = lc;
+        if (cfg) {
+          const float lu = round_bf(outs[(P + pp) * NT + c]);
+          gv = __fsub_rn(__fmul_rn(g1, lc), __fmul_rn(gm, lu));
+        }
+        if (col >= V) gv = -INFINITY;
+        outs[pp * NT + c] = gv;
+        if (ctl->write_guided && col < V) p.guided[(size_t)pp * V + col] = gv;
+      }
+      __syncthreads();
+      if ((int)threadIdx.x < P) {
+        const int pp = threadIdx.x;
+        float best = outs[pp * NT];
+        int bi = n0;
+        for (int c = 1; c < NT; ++c)
+          if (outs[pp * NT + c] > best) {
+            best = outs[pp * NT + c];
+            bi = n0 + c;
+          }
+        p.lm_val[pp * total + tile] = best;
+        p.lm_idx[pp * total + tile] = bi;
+      }
+      if (p.tail) {
+        __threadfence();
+        __syncthreads();
+        if (threadIdx.x == 0) *flag = (atomicAdd(&p.dyn->cnt_lm, 1u) == (unsigned)total - 1);
+        __syncthreads();
+        if (*flag) {  // every tile has published its partial: pick, emit, advance the position
+          __threadfence();
+          int* tok = flag + 1;
+          if (warp < P) {
+            const int pp = warp;
+            float best = -INFINITY;
+            int bi = 0x7fffffff;
+            for (int b = lane; b < total; b += 32) {
+              const float v = __ldcg(p.lm_val + pp * total + b);
+              const int i = __ldcg(p.lm_idx + pp * total + b);
+              if (v > best || (v == best && i < bi)) {
+                best = v;
+                bi = i;
+              }
+            }
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1) {
+              const float v = __shfl_xor_sync(0xffffffffu, best, o);
+              const int i = __shfl_xor_sync(0xffffffffu, bi, o);
+              if (v > best || (v == best && i < bi)) {
+                best = v;
+                bi = i;
+              }
+            }
+            if (lane == 0) tok[pp] = ctl->forced ? ctl->forced_tok[pp] : bi;
+          }
+          __syncthreads();
+          emit_tokens(tok, 0, P, ctl, pos, p.wte, p.x_next, p.stats_next, p.tokens, p.host_tokens);
+          __syncthreads();
+          if (threadIdx.x == 0) {
+            p.dyn->cnt_lm = 0;
+            p.dyn->pos = pos + 1;
+          }
+        }
+      }
+    }
+  };
+
+  // Two register sets, alternating: the next tile's weights are in flight while this one is reduced.
+  for (;;) {
+    int tn = t + gridDim.x;
+    if (tn < total) gemv_load_w<K, NTILE, NW, KSPLIT>(wb, p.W, p.N, tn, warp, g, t4, p.blocked);
+    process(wa, t);
+    __syncthreads();
+    if (tn >= total) break;
+    t = tn;
+    tn = t + gridDim.x;
+    if (tn < total) gemv_load_w<K, NTILE, NW, KSPLIT>(wa, p.W, p.N, tn, warp, g, t4, p.blocked);
+    process(wb, t);
+    __syncthreads();
+    if (tn >= total) break;
+    t = tn;
+  }
+}
+
+// ---- decode attention (flash-decoding): q/k RMSNorm + RoPE + KV write + split softmax + last-block combine -------
+struct AttnParams {
+  const bf16* qkv;     // [R][QKV_LD]: raw q | raw k | v (+bias)
+  const float* qnorm;
+  const float* knorm;
+  bf16* kc;            // this layer's caches [R][H][T][HD] (rotated keys)
+  bf16* vc;
+  int T;               // slots per (row, head)
+  int coff;            // slot of shape position j is coff + j (s for dual blocks, 0 for the single block)
+  int slot0_only;      // reference single-block decode: the query sees slot 0 only
+  const float2* rope;  // [positions][64] (cos, sin)
+  const Dyn* dyn;
+  float* part;         // [R][H][maxs][HD + 2]
+  unsigned* cnt;       // [R][H], left at 0
+  bf16* out;           // [R][D]
+  int maxs;
+};
+
+__device__ inline float block128_sum(float v, float* red4) {
+  v = warp_sum(v);
+  __syncthreads();
+  if ((threadIdx.x & 31) == 0) red4[threadIdx.x >> 5] = v;
+  __syncthreads();
+  return red4[0] + red4[1] + red4[2] + red4[3];
+}
+
+// RMSNorm (eps 1e-5, fp32, rounded to bf16), then interleaved RoPE (fp32 products, rounded to bf16). Thread = dim.
+__device__ inline float norm_rope(float raw, float wnorm, float2 cs, float* red4) {
+  const float ss = block128_sum(raw * raw, red4);
+  const float y = round_bf(raw * rsqrtf(ss * (1.f / HD) + 1e-5f) * wnorm);
+  const float other = __shfl_xor_sync(0xffffffffu, y, 1);
+  float o;
+  if ((threadIdx.x & 1) == 0) o = __fsub_rn(__fmul_rn(y, cs.x), __fmul_rn(other, cs.y));
+  else o = __fadd_rn(__fmul_rn(other, cs.y), __fmul_rn(y, cs.x));
+  return round_bf(o);
+}
+
+__global__ void __launch_bounds__(128) attn_decode_kernel(const AttnParams p) {
+  const int split = blockIdx.x, h = blockIdx.y, r = blockIdx.z;
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  // Everything read before pdl_wait() was written at least two kernels back (position, earlier KV slots).
+  const int pos = __ldcg(&p.dyn->pos);
+  const int cur = p.coff + pos;
+  const int L = p.slot0_only ? 1 : cur + 1;
+  const int nsplit = (L + ACH - 1) / ACH;
+  if (split >= nsplit) return;
+  const int j0 = split * ACH;
+  const size_t base = (size_t)(r * H + h) * p.T * HD;
+  uint2 kreg[AKPW], vreg[AKPW];
+#pragma unroll
+  for (int kk = 0; kk < AKPW; ++kk) {
+    const int j = j0 + warp * AKPW + kk;
+    if (j < L && j != cur) {
+      kreg[kk] = __ldcg(reinterpret_cast<const uint2*>(p.kc + base + (size_t)j * HD + lane * 4));
+      vreg[kk] = __ldcg(reinterpret_cast<const uint2*>(p.vc + base + (size_t)j * HD + lane * 4));
+    } else {
+      kreg[kk] = make_uint2(0, 0);
+      vreg[kk] = make_uint2(0, 0);
+    }
+  }
+  pdl_wait();
+  pdl_trigger();
+
+  __shared__ __align__(16) float qs[HD], kn[HD], vn[HD], red4[4], wm[4], wl[4], ow[4][HD];
+  __shared__ int last;
+  const float2 cs = p.rope[pos * (HD / 2) + tid / 2];
+  const bf16* qrow = p.qkv + (size_t)r * QKV_LD + h * HD;
+  const float qraw = bf(__ldcg(qrow + tid));
+  qs[tid] = norm_rope(qraw, p.qnorm[tid], cs, red4);
+  const bool has_cur = cur < L && cur >= j0 && cur < j0 + ACH;
+  if (has_cur) {
+    const float kraw = bf(__ldcg(qrow + D + tid));
+    const float kv = norm_rope(kraw, p.knorm[tid], cs, red4);
+    const bf16 vv = __ldcg(qrow + 2 * D + tid);
+    kn[tid] = kv;
+    vn[tid] = bf(vv);
+    p.kc[base + (size_t)cur * HD + tid] = __float2bfloat16_rn(kv);
+    p.vc[base + (size_t)cur * HD + tid] = vv;
+  }
+  __syncthreads();
+  const float4 q4 = *reinterpret_cast<const float4*>(qs + lane * 4);
+  constexpr float scale = 0.08838834764831845f;  // 1/sqrt(128)
+  float sc[AKPW];
+  float mloc = -INFINITY;
+#pragma unroll
+  for (int kk = 0; kk < AKPW; ++kk) {
+    const int j = j0 + warp * AKPW + kk;
+    float k0, k1, k2, k3;
+    if (j == cur && has_cur) {
+      k0 = kn[lane * 4];
+      k1 = kn[lane * 4 + 1];
+      k2 = kn[lane * 4 + 2];
+      k3 = kn[lane * 4 + 3];
+    } else {
+      k0 = bf_lo(kreg[kk].x);
+      k1 = bf_hi(kreg[kk].x);
+      k2 = bf_lo(kreg[kk].y);
+      k3 = bf_hi(kreg[kk].y);
+    }
+    float d = q4.x * k0 + q4.y * k1 + q4.z * k2 + q4.w * k3;
+    d = warp_sum(d);
+    sc[kk] = (j < L) ? d * scale : -INFINITY;
+    mloc = fmaxf(mloc, sc[kk]);
+  }
+  if (lane == 0) wm[warp] = mloc;
+  __syncthreads();
+  const float m = fmaxf(fmaxf(wm[0], wm[1]), fmaxf(wm[2], wm[3]));
+  float l = 0.f, o0 = 0.f, o1 = 0.f, o2 = 0.f, o3 = 0.f;
+#pragma unroll
+  for (int kk = 0; kk < AKPW; ++kk) {
+    const int j = j0 + warp * AKPW + kk;
+    const float pj = (j < L) ? __expf(sc[kk] - m) : 0.f;
+    float v0, v1, v2, v3;
+    if (j == cur && has_cur) {
+      v0 = vn[lane * 4];
+      v1 = vn[lane * 4 + 1];
+      v2 = vn[lane * 4 + 2];
+      v3 = vn[lane * 4 + 3];
+    } else {
+      v0 = bf_lo(vreg[kk].x);
+      v1 = bf_hi(vreg[kk].x);
+      v2 = bf_lo(vreg[kk].y);
+      v3 = bf_hi(vreg[kk].y);
+    }
+    l += pj;
+    o0 += pj * v0;
+    o1 += pj * v1;
+    o2 += pj * v2;
+    o3 += pj * v3;
+  }
+  *reinterpret_cast<float4*>(&ow[warp][lane * 4]) = make_float4(o0, o1, o2, o3);
+  if (lane == 0) wl[warp] = l;
+  __syncthreads();
+  const float od = ow[0][tid] + ow[1][tid] + ow[2][tid] + ow[3][tid];
+  const float lsum = wl[0] + wl[1] + wl[2] + wl[3];
+  if (nsplit == 1) {
+    p.out[(size_t)r * D + h * HD + tid] = __float2bfloat16_rn(od / lsum);
+    return;
+  }
+  float* mypart = p.part + ((size_t)(r * H + h) * p.maxs + split) * (HD + 2);
+  mypart[tid] = od;
+  if (tid == 0) {
+    mypart[HD] = m;
+    mypart[HD + 1] = lsum;
+  }
+  __threadfence();
+  __syncthreads();
+  if (tid == 0) last = (atomicAdd(&p.cnt[r * H + h], 1u) == (unsigned)nsplit - 1);
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  const float* parts = p.part + (size_t)(r * H + h) * p.maxs * (HD + 2);
+  float M = -INFINITY;
+  for (int s = 0; s < nsplit; ++s) M = fmaxf(M, __ldcg(parts + s * (HD + 2) + HD));
+  float Ls = 0.f, O = 0.f;
+  for (int s = 0; s < nsplit; ++s) {
+    const float f = __expf(__ldcg(parts + s * (HD + 2) + HD) - M);
+    Ls += __ldcg(parts + s * (HD + 2) + HD + 1) * f;
+    O += __ldcg(parts + s * (HD + 2) + tid) * f;
+  }
+  p.out[(size_t)r * D + h * HD + tid] = __float2bfloat16_rn(O / Ls);
+  if (tid == 0) p.cnt[r * H + h] = 0;
+}
+
+// ---- nucleus (top-p) sampling on the guided logits: one block of 1024 threads per variation ----------------------
+struct ToppParams {
+  const Ctl* ctl;
+  Dyn* dyn;
+  const float* guided;  // [P][vocab]
+  const float* wte;
+  float* x;
+  float* stats;
+  int* tokens;
+  int* host_tokens;
+};
+
+__device__ inline unsigned long long splitmix64(unsigned long long z) {
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+template <int NTHR>
+__device__ inline float block_sum_f(float v, float* sh) {
+  v = warp_sum(v);
+  __syncthreads();
+  if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = v;
+  __syncthreads();
+  float s = 0.f;
+#pragma unroll
+  for (int i = 0; i < NTHR / 32; ++i) s += sh[i];
+  return s;
+}
+template <int NTHR>
+__device__ inline float block_max_f(float v, float* sh) {
+  v = warp_max(v);
+  __syncthreads();
+  if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = v;
+  __syncthreads();
+  float s = -INFINITY;
+#pragma unroll
+  for (int i = 0; i < NTHR / 32; ++i) s = fmaxf(s, sh[i]);
+  return s;
+}
+
+constexpr int TOPP_THREADS = 1024, TOPP_PER = 16;  // 16384 logits
+__global__ void __launch_bounds__(TOPP_THREADS) topp_kernel(const ToppParams tp) {
+  pdl_wait();
+  pdl_trigger();
+  __shared__ float sh[32];
+  __shared__ int chosen;
+  __shared__ int tok_s[MAXP];
+  __shared__ int last;
+  const Ctl* ctl = tp.ctl;
+  const int pv = blockIdx.x, V = ctl->vocab;
+  const int pos = __ldcg(&tp.dyn->pos);
+  float lg[TOPP_PER];
+  const int k0 = threadIdx.x * TOPP_PER;
+#pragma unroll
+  for (int i = 0; i < TOPP_PER; ++i) lg[i] = (k0 + i < V) ? __ldcg(tp.guided + (size_t)pv * V + k0 + i) : -INFINITY;
+  float mx = -INFINITY;
+#pragma unroll
+  for (int i = 0; i < TOPP_PER; ++i) mx = fmaxf(mx, lg[i]);
+  mx = block_max_f<TOPP_THREADS>(mx, sh);
+  float se = 0.f;
+#pragma unroll
+  for (int i = 0; i < TOPP_PER; ++i) {
+    lg[i] = expf(lg[i] - mx);
+    se += lg[i];
+  }
+  se = block_sum_f<TOPP_THREADS>(se, sh);
+  const float inv = 1.f / se;
+#pragma unroll
+  for (int i = 0; i < TOPP_PER; ++i) lg[i] *= inv;  // probabilities
+  const float pmax = inv;                              // exp(0) / sum
+  const float top_p = ctl->top_p;
+  // G(v) = sum of probabilities >= v. Keep the longest prefix (descending) with cumulative sum <= top_p, >= 1 token.
+  auto G = [&](float v) {
+    float s = 0.f;
+#pragma unroll
+    for (int i = 0; i < TOPP_PER; ++i) s += (lg[i] >= v) ? lg[i] : 0.f;
+    return block_sum_f<TOPP_THREADS>(s, sh);
+  };
+  float thr = pmax;
+  if (G(pmax) <= top_p) {
+    unsigned lo = 0, hi = __float_as_uint(pmax);
+    while (lo < hi) {
+      const unsigned mid = lo + (hi - lo) / 2;
+      if (G(__uint_as_float(mid)) <= top_p) hi = mid;
+      else lo = mid + 1;
+    }
+    thr = __uint_as_float(lo);
+  }
+  float local = 0.f;
+#pragma unroll
+  for (int i = 0; i < TOPP_PER; ++i) local += (lg[i] >= thr) ? lg[i] : 0.f;
+  // exclusive scan of per-thread kept mass (index order)
+  float incl = local;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const float v = __shfl_up_sync(0xffffffffu, incl, o);
+    if ((threadIdx.x & 31) >= o) incl += v;
+  }
+  __shared__ float wsum[32];
+  __syncthreads();
+  if ((threadIdx.x & 31) == 31) wsum[threadIdx.x >> 5] = incl;
+  if (threadIdx.x == 0) chosen = 0x7fffffff;
+  __syncthreads();
+  float wbase = 0.f, total = 0.f;
+  for (int i = 0; i < TOPP_THREADS / 32; ++i) {
+    if (i < (int)(threadIdx.x >> 5)) wbase += wsum[i];
+    total += wsum[i];
+  }
+  const float excl = wbase + incl - local;
+  const unsigned long long h =
+      splitmix64(ctl->seed ^ splitmix64(((unsigned long long)pv << 32) ^ (unsigned long long)(unsigned)pos));
+  const float u = (float)((h >> 40) * (1.0 / 16777216.0)) * total;
+  float run = excl;
+#pragma unroll
+  for (int i = 0; i < TOPP_PER; ++i) {
+    if (lg[i] >= thr) {
+      run += lg[i];
+      if (run > u) {
+        atomicMin(&chosen, k0 + i);
+        break;
+      }
+    }
+  }
+  __syncthreads();
+  if (chosen == 0x7fffffff) {  // rounding at the very end of the range: take the last kept index
+    int cand = -1;
+#pragma unroll
+    for (int i = 0; i < TOPP_PER; ++i)
+      if (lg[i] >= thr) cand = k0 + i;
+    __syncthreads();
+    if (threadIdx.x == 0) chosen = -1;
+    __syncthreads();
+    if (cand >= 0) atomicMax(&chosen, cand);
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    int t = chosen;
+    if (t < 0 || t >= V) t = 0;
+    tok_s[pv] = ctl->forced ? ctl->forced_tok[pv] : t;
+  }
+  __syncthreads();
+  emit_tokens(tok_s, pv, pv + 1, ctl, pos, tp.wte, tp.x, tp.stats, tp.tokens, tp.host_tokens);
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) last = (atomicAdd(&tp.dyn->cnt_topp, 1u) == gridDim.x - 1);
+  __syncthreads();
+  if (last && threadIdx.x == 0) {
+    tp.dyn->cnt_topp = 0;
+    tp.dyn->pos = pos + 1;
+  }
+}
+
+// ---- step-0 initialisation: x = BOS embedding for every row, its stats ------------------------------------------
+__global__ void init_rows_kernel(const float* wte, int tok, int R, float* x, float* stats) {
+  for (int v = blockIdx.x * blockDim.x + threadIdx.x; v < R * D; v += gridDim.x * blockDim.x)
+    x[v] = wte[(size_t)tok * D + v % D];
+  for (int v = blockIdx.x * blockDim.x + threadIdx.x; v < R * NSLOT; v += gridDim.x * blockDim.x) {
+    const float* e = wte + (size_t)tok * D + (v % NSLOT) * 8;
+    float s = 0.f, q = 0.f;
+    for (int c = 0; c < 8; ++c) {
+      s += e[c];
+      q += e[c] * e[c];
+    }
+    reinterpret_cast<float2*>(stats)[v] = make_float2(s, q);
+  }
+}
+
+// ---- load-time conversion: fp32 -> bf16 (RNE), with the gate/up interleave of 8-row groups -----------------------
+// mode 0: dst row = src row; 1: gate (dst row = 16 (j/8) + j%8); 2: up (same + 8).
+__global__ void convert_kernel(const float* src, bf16* dst, long rows, long cols, int mode, int blocked) {
+  const long n = rows * cols;
+  for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) {
+    const long j = i / cols, c = i % cols;
+    long dr = j;
+    if (mode == 1) dr = 16 * (j / 8) + j % 8;
+    else if (mode == 2) dr = 16 * (j / 8) + j % 8 + 8;
+    const long o = (blocked && cols % 32 == 0) ? ((dr >> 3) * (cols / 32) + c / 32) * 256 + (dr & 7) * 32 + c % 32
+                                               : dr * cols + c;
+    dst[o] = __float2bfloat16_rn(src[i]);
+  }
+}
+
+// ---- cond-stream prefill kernels (rows m = r * s + j) ------------------------------------------------------------
+// LayerNorm (no affine) of fp32 rows to bf16: block per row, 256 threads, two-pass.
+__global__ void __launch_bounds__(256) ln_rows_kernel(const float* X, bf16* Y, float eps) {
+  const float* x = X + (size_t)blockIdx.x * D;
+  __shared__ float sh[32];
+  float v[D / 256];
+  float s = 0.f;
+#pragma unroll
+  for (int i = 0; i < D / 256; ++i) {
+    v[i] = x[threadIdx.x + i * 256];
+    s += v[i];
+  }
+  const float mean = block_sum_f<256>(s, sh) / D;
+  float q = 0.f;
+#pragma unroll
+  for (int i = 0; i < D / 256; ++i) q += (v[i] - mean) * (v[i] - mean);
+  const float var = block_sum_f<256>(q, sh) / D;
+  const float rstd = rsqrtf(var + eps);
+#pragma unroll
+  for (int i = 0; i < D / 256; ++i) Y[(size_t)blockIdx.x * D + threadIdx.x + i * 256] = __float2bfloat16_rn((v[i] - mean) * rstd);
+}
+
+// qkv GEMM output (fp32 [M][QKV_LD]) of the cond rows: round to bf16 (+v bias), q/k RMSNorm (RoPE at position 0 is
+// the identity), q -> qbuf [M][D], k/v -> cache slots j. grid (M, H), 128 threads.
+// kv_only: last dual block, the fp32 input is [M][2D] = k | v, both with bias (k bias = bias[0..D), v = bias[D..2D)).
+__global__ void __launch_bounds__(128) cond_qkv_post_kernel(const float* acc, int ld, const bf16* bias, int kv_only,
+                                                            const float* qnorm, const float* knorm, int s, int T,
+                                                            bf16* qbuf, bf16* kc, bf16* vc) {
+  __shared__ float red4[4];
+  const int m = blockIdx.x, h = blockIdx.y, d = threadIdx.x;
+  const int r = m / s, j = m % s;
+  const float* a = acc + (size_t)m * ld;
+  const size_t slot = ((size_t)(r * H + h) * T + j) * HD + d;
+  if (!kv_only) {
+    const float q = round_bf(a[h * HD + d]);
+    const float ss = block128_sum(q * q, red4);
+    qbuf[(size_t)m * D + h * HD + d] = __float2bfloat16_rn(q * rsqrtf(ss * (1.f / HD) + 1e-5f) * qnorm[d]);
+    const float k = round_bf(a[D + h * HD + d]);
+    const float sk = block128_sum(k * k, red4);
+    kc[slot] = __float2bfloat16_rn(k * rsqrtf(sk * (1.f / HD) + 1e-5f) * knorm[d]);
+    vc[slot] = __float2bfloat16_rn(a[2 * D + h * HD + d] + bf(bias[h * HD + d]));
+  } else {
+    const float k = round_bf(a[h * HD + d] + bf(bias[h * HD + d]));
+    const float sk = block128_sum(k * k, red4);
+    kc[slot] = __float2bfloat16_rn(k * rsqrtf(sk * (1.f / HD) + 1e-5f) * knorm[d]);
+    vc[slot] = __float2bfloat16_rn(a[D + h * HD + d] + bf(bias[D + h * HD + d]));
+  }
+}
+
+// Causal self-attention among the cond tokens: grid (R, H), 4 warps, a warp per query.
+__global__ void __launch_bounds__(128) cond_attn_kernel(const bf16* qbuf, const bf16* kc, const bf16* vc, int s, int T,
+                                                        bf16* out) {
+  const int r = blockIdx.x, h = blockIdx.y, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const size_t base = (size_t)(r * H + h) * T * HD;
+  constexpr float scale = 0.08838834764831845f;
+  for (int j = warp; j < s; j += 4) {
+    const bf16* q = qbuf + (size_t)(r * s + j) * D + h * HD;
+    float sc[4];
+    float mx = -INFINITY;
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const int t = lane + 32 * u;
+      sc[u] = -INFINITY;
+      if (t <= j) {
+        float d = 0.f;
+        for (int e = 0; e < HD; ++e) d += bf(q[e]) * bf(kc[base + (size_t)t * HD + e]);
+        sc[u] = d * scale;
+      }
+      mx = fmaxf(mx, sc[u]);
+    }
+    mx = warp_max(mx);
+    float l = 0.f;
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      sc[u] = (lane + 32 * u <= j) ? __expf(sc[u] - mx) : 0.f;
+      l += sc[u];
+    }
+    l = warp_sum(l);
+    float o[4] = {0.f, 0.f, 0.f, 0.f};
+    for (int t = 0; t <= j; ++t) {
+      const float pt = __shfl_sync(0xffffffffu, sc[t / 32], t % 32);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[e] += pt * bf(vc[base + (size_t)t * HD + lane * 4 + e]);
+    }
+#pragma unroll
+    for (int e = 0; e < 4; ++e) out[(size_t)(r * s + j) * D + h * HD + lane * 4 + e] = __float2bfloat16_rn(o[e] / l);
+  }
+}
+
+// x += bf16(acc + bias), fp32 residual.
+__global__ void bias_resid_kernel(const float* acc, const bf16* bias, float* x, long n) {
+  for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x)
+    x[i] = x[i] + round_bf(acc[i] + bf(bias[i % D]));
+}
+
+// SwiGLU on interleaved gate/up GEMM output [M][2F] -> bf16 [M][F].
+__global__ void swiglu_rows_kernel(const float* acc, const bf16* bias, bf16* out, long M) {
+  const long n = M * F;
+  for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) {
+    const long m = i / F;
+    const int f = (int)(i % F);
+    const int cg = 16 * (f / 8) + f % 8, cu = cg + 8;
+    const float gv = round_bf(acc[m * 2 * F + cg] + bf(bias[cg]));
+    const float uv = round_bf(acc[m * 2 * F + cu] + bf(bias[cu]));
+    const float sg = round_bf(gv / (1.f + __expf(-gv)));
+    out[i] = __float2bfloat16_rn(sg * uv);
+  }
+}
+
+}  // namespace cubeforge::cuda::detail

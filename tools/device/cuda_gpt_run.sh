@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# GPU-machine run for the CUDA GPT backend (issue 7): correctness (cuda-check), benchmarks (bench), variants and
+# compute-sanitizer, in one call. Logs go to $OUT; a short table is printed last.
+# Usage (device tool, repo root): bash tools/device/cuda_gpt_run.sh [STAGES]   STAGES: comma list of
+#   check,bench01,bench05,variants,profile,sanitize (default: all)
+set -uo pipefail
+OUT=${OUT:-/tmp/cuda-gpt-out}
+mkdir -p "$OUT"
+STAGES=${1:-check,bench01,bench05,variants,profile,sanitize}
+has() { [[ ",$STAGES," == *",$1,"* ]]; }
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv | tee "$OUT/gpu.txt"
+BIN=.devcarry/cuda-gpt/cubeforge-gen
+if ! "$BIN" --help >/dev/null 2>&1; then
+  echo "carried binary does not run here ($(ldd "$BIN" 2>&1 | grep -i 'not found' | head -3)); building"
+  t0=$(date +%s)
+  bash tools/device/build_cuda_gpt.sh /tmp/cfbuild > "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
+  BIN=/tmp/cfbuild/cubeforge-gen
+  echo "built in $(( $(date +%s) - t0 )) s"
+fi
+run() {  # name timeout cmd...
+  local name=$1 to=$2; shift 2
+  local t0=$(date +%s)
+  timeout "$to" "$@" > "$OUT/$name.log" 2>&1
+  local rc=$?
+  echo "== $name rc=$rc $(( $(date +%s) - t0 )) s"
+  return $rc
+}
+# smoke test first: a hang or crash here stops the run before it burns the lease
+if ! run smoke 60 "$BIN" bench --synthetic tiny --quick --batches 1 --reps 1; then
+  tail -30 "$OUT/smoke.log"; exit 1
+fi
+grep -E "TPOT mean|error" "$OUT/smoke.log"
+has check && run checkmicro1 40 "$BIN" cuda-check --synthetic micro1
+has check && run checkmicro2 40 "$BIN" cuda-check --synthetic micro2
+has check && run checkmicro2_blocked 40 "$BIN" cuda-check --synthetic micro2 --variant 8
+has check && run check01 150 "$BIN" cuda-check --synthetic v0.1
+has bench01 && run bench01 100 "$BIN" bench --synthetic v0.1
+has bench05 && run bench05 120 "$BIN" bench --synthetic v0.5
+if has variants; then
+  i=0
+  for v in "--variant 8"; do
+    i=$((i+1)); run "var$i" 60 "$BIN" bench --synthetic v0.1 --quick --batches 1,4 --reps 1 $v
+    sed -i "1i variant: $v" "$OUT/var$i.log"
+  done
+fi
+if has profile && command -v ncu >/dev/null; then
+  run profile 120 ncu --clock-control none --metrics gpu__time_duration.sum -k "regex:gemv_kernel|attn_decode|topp" \
+      --launch-skip 72 --launch-count 36 --csv "$BIN" bench --synthetic tiny --quick --batches 1 --reps 1
+  python3 - "$OUT/profile.log" > "$OUT/profile_summary.txt" <<'PY' || true
+import csv, sys, re, collections
+rows = [l for l in open(sys.argv[1]) if l.startswith('"')]
+agg = collections.OrderedDict()
+for r in csv.DictReader(rows):
+    if r.get("Metric Name") != "gpu__time_duration.sum": continue
+    n = r["Kernel Name"]; m = re.search(r"gemv_kernel<(.*?)>", n)
+    key = ("gemv<" + m.group(1) + ">") if m else n.split("(")[0]
+    v = float(r["Metric Value"].replace(",", "")); u = r["Metric Unit"]
+    v = v / 1000.0 if u in ("nsecond", "ns") else (v * 1000.0 if u in ("msecond", "ms") else v)
+    agg.setdefault(key, []).append(v)
+for k, v in agg.items(): print(f"{sum(v)/len(v):8.2f} us  x{len(v):3d}  {k[:110]}")
+PY
+fi
+if has sanitize && command -v compute-sanitizer >/dev/null; then
+  run sanitize 100 compute-sanitizer --tool memcheck --leak-check no --print-limit 20 "$BIN" bench --synthetic tiny --quick --batches 1,8 --reps 1
+  run initcheck 100 compute-sanitizer --tool initcheck --print-limit 20 "$BIN" bench --synthetic tiny --quick --batches 1 --reps 1
+fi
+echo; echo "######## results"
+for f in "$OUT"/check01.log; do [ -f "$f" ] && { echo "--- $(basename "$f")"; grep -vE '^\s*$' "$f" | tail -14; }; done
+for f in "$OUT"/bench01.log "$OUT"/bench05.log; do [ -f "$f" ] && { echo "--- $(basename "$f")"; sed -n '/== summary/,$p' "$f"; grep -E "WARNING|error|top-p:" "$f"; }; done
+for f in "$OUT"/var*.log; do [ -f "$f" ] && { echo "--- $(basename "$f") $(head -1 "$f")"; grep -E "TPOT mean|TPOT batch|error" "$f"; }; done
+[ -f "$OUT/profile_summary.txt" ] && { echo "--- profile (tiny, per kernel, isolated)"; cat "$OUT/profile_summary.txt"; }
+for f in "$OUT"/checkmicro1.log "$OUT"/checkmicro2.log "$OUT"/checkmicro2_blocked.log; do [ -f "$f" ] && { echo "--- $(basename "$f")"; grep -E "rel L2|identical|cancel|cuda-check|bitwise|step " "$f"; }; done
+for f in "$OUT"/sanitize.log "$OUT"/initcheck.log; do [ -f "$f" ] && { echo "--- $(basename "$f")"; grep -E "ERROR SUMMARY|Invalid|Uninitialized|error" "$f" | head -8; }; done
+exit 0
