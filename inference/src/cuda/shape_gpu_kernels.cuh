@@ -1,0 +1,465 @@
+// Device kernels of the CUDA shape stage's networks (issue 8): flash-style multi-head attention on mma.sync
+// (cross-attention of query points over the latents, and the latent decoder's self-attention), LayerNorm /
+// RMSNorm / residual kernels, the occupancy decoder's first layer (per-axis tables for grid points, Fourier features
+// for arbitrary points), the occupancy head, the latent decoder's input and the bias/activation fall-back.
+// Conventions: row-major activations, bf16 storage, fp32 math; head_dim 64; width a multiple of 256 (<= 1024).
+#pragma once
+#include <cstdint>
+
+#include "cuda_common.cuh"
+
+namespace cubeforge::cuda::shape_detail {
+
+using detail::bf;
+using detail::bf16;
+using detail::mma_bf16_16816;
+using detail::pack_bf2;
+using detail::round_bf;
+using detail::warp_sum;
+
+constexpr int kHd = 64;          // head dim the attention kernel supports
+constexpr int kAttnRows = 128;   // query rows per attention block (8 warps x 16)
+constexpr int kAttnTile = 64;    // latents per K/V tile
+constexpr int kTableMaxRb = 9;   // per-axis tables hold the rb-9 axis (513 coordinates)
+
+enum Act : int { kActNone = 0, kActGelu = 1, kActSilu = 2 };
+
+__device__ __forceinline__ float gelu_erf(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
+__device__ __forceinline__ float silu_f(float x) { return x / (1.0f + __expf(-x)); }
+
+__device__ __forceinline__ void unpack8(const uint4& u, float (&f)[8]) {
+  const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    f[2 * i] = detail::bf_lo(w[i]);
+    f[2 * i + 1] = detail::bf_hi(w[i]);
+  }
+}
+__device__ __forceinline__ uint4 pack8(const float (&f)[8]) {
+  uint4 u;
+  u.x = pack_bf2(f[0], f[1]);
+  u.y = pack_bf2(f[2], f[3]);
+  u.z = pack_bf2(f[4], f[5]);
+  u.w = pack_bf2(f[6], f[7]);
+  return u;
+}
+
+// ---- attention ---------------------------------------------------------------------------------------------------
+// O[p, h*64 + d] = softmax_j(scale * Q_h[p] . K_h[j]) V_h[j][d] over j < Nkv, for p < P, every head h = blockIdx.y.
+// K: [H][Npad][64] (row j of head h), Vt: [H][64][Npad] (transposed), both zero beyond Nkv. Grid (ceil(P/128), H),
+// 256 threads; each warp owns 16 query rows (the 8 warps share each K/V tile: L2 reads per point halve vs 64 rows); online softmax in fp32 (exp2 with scale folded into scale_log2),
+// probabilities rounded to bf16 for the P.V product (as flash attention does).
+__global__ void __launch_bounds__(256) attention_kernel(const bf16* __restrict__ Q, int q_stride, int P,
+                                                        const bf16* __restrict__ K, const bf16* __restrict__ Vt,
+                                                        int Nkv, int Npad, float scale_log2, bf16* __restrict__ O,
+                                                        int o_stride) {
+  __shared__ __align__(16) bf16 Ks[kAttnTile][kHd + 8];
+  __shared__ __align__(16) bf16 Vs[kHd][kAttnTile + 8];
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
+  const int h = blockIdx.y;
+  const long r0 = long(blockIdx.x) * kAttnRows + warp * 16 + g, r1 = r0 + 8;
+  const bf16* Qh = Q + h * kHd;
+  uint32_t qa[4][4];
+#pragma unroll
+  for (int ks = 0; ks < 4; ++ks) {
+    const int c = ks * 16 + t4 * 2;
+    qa[ks][0] = r0 < P ? *reinterpret_cast<const uint32_t*>(Qh + r0 * q_stride + c) : 0u;
+    qa[ks][1] = r1 < P ? *reinterpret_cast<const uint32_t*>(Qh + r1 * q_stride + c) : 0u;
+    qa[ks][2] = r0 < P ? *reinterpret_cast<const uint32_t*>(Qh + r0 * q_stride + c + 8) : 0u;
+    qa[ks][3] = r1 < P ? *reinterpret_cast<const uint32_t*>(Qh + r1 * q_stride + c + 8) : 0u;
+  }
+  float o[8][4];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
+  float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;
+  const bf16* Kh = K + size_t(h) * Npad * kHd;
+  const bf16* Vh = Vt + size_t(h) * kHd * Npad;
+
+  for (int n0 = 0; n0 < Nkv; n0 += kAttnTile) {
+    __syncthreads();
+    for (int i = threadIdx.x; i < kAttnTile * kHd / 8; i += blockDim.x) {
+      const int r = i >> 3, c8 = (i & 7) * 8;
+      *reinterpret_cast<uint4*>(&Ks[r][c8]) = *reinterpret_cast<const uint4*>(Kh + size_t(n0 + r) * kHd + c8);
+      *reinterpret_cast<uint4*>(&Vs[r][c8]) = *reinterpret_cast<const uint4*>(Vh + size_t(r) * Npad + n0 + c8);
+    }
+    __syncthreads();
+    float s[8][4];
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt) {
+      s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
+#pragma unroll
+      for (int ks = 0; ks < 4; ++ks) {
+        const uint32_t b0 = *reinterpret_cast<const uint32_t*>(&Ks[nt * 8 + g][ks * 16 + t4 * 2]);
+        const uint32_t b1 = *reinterpret_cast<const uint32_t*>(&Ks[nt * 8 + g][ks * 16 + t4 * 2 + 8]);
+        mma_bf16_16816(s[nt], qa[ks][0], qa[ks][1], qa[ks][2], qa[ks][3], b0, b1);
+      }
+    }
+    const bool tail = n0 + kAttnTile > Nkv;
+    float mx0 = -INFINITY, mx1 = -INFINITY;
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        float v = s[nt][e] * scale_log2;
+        if (tail && n0 + nt * 8 + t4 * 2 + (e & 1) >= Nkv) v = -INFINITY;
+        s[nt][e] = v;
+      }
+      mx0 = fmaxf(mx0, fmaxf(s[nt][0], s[nt][1]));
+      mx1 = fmaxf(mx1, fmaxf(s[nt][2], s[nt][3]));
+    }
+    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+    const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);  // finite: every tile has >= 1 valid latent
+    const float a0 = exp2f(m0 - mn0), a1 = exp2f(m1 - mn1);   // 0 on the first tile (m = -inf)
+    m0 = mn0;
+    m1 = mn1;
+    l0 *= a0;
+    l1 *= a1;
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt) {
+      o[nt][0] *= a0;
+      o[nt][1] *= a0;
+      o[nt][2] *= a1;
+      o[nt][3] *= a1;
+      s[nt][0] = exp2f(s[nt][0] - mn0);
+      s[nt][1] = exp2f(s[nt][1] - mn0);
+      s[nt][2] = exp2f(s[nt][2] - mn1);
+      s[nt][3] = exp2f(s[nt][3] - mn1);
+      l0 += s[nt][0] + s[nt][1];
+      l1 += s[nt][2] + s[nt][3];
+    }
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const uint32_t pa0 = pack_bf2(s[2 * j][0], s[2 * j][1]);
+      const uint32_t pa1 = pack_bf2(s[2 * j][2], s[2 * j][3]);
+      const uint32_t pa2 = pack_bf2(s[2 * j + 1][0], s[2 * j + 1][1]);
+      const uint32_t pa3 = pack_bf2(s[2 * j + 1][2], s[2 * j + 1][3]);
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt) {
+        const uint32_t b0 = *reinterpret_cast<const uint32_t*>(&Vs[nt * 8 + g][j * 16 + t4 * 2]);
+        const uint32_t b1 = *reinterpret_cast<const uint32_t*>(&Vs[nt * 8 + g][j * 16 + t4 * 2 + 8]);
+        mma_bf16_16816(o[nt], pa0, pa1, pa2, pa3, b0, b1);
+      }
+    }
+  }
+  l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+  l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+  l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+  l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+  const float i0 = 1.0f / l0, i1 = 1.0f / l1;
+  bf16* Oh = O + h * kHd;
+#pragma unroll
+  for (int nt = 0; nt < 8; ++nt) {
+    const int c = nt * 8 + t4 * 2;
+    if (r0 < P) *reinterpret_cast<uint32_t*>(Oh + r0 * o_stride + c) = pack_bf2(o[nt][0] * i0, o[nt][1] * i0);
+    if (r1 < P) *reinterpret_cast<uint32_t*>(Oh + r1 * o_stride + c) = pack_bf2(o[nt][2] * i1, o[nt][3] * i1);
+  }
+}
+
+// ---- LayerNorm (no affine) of bf16 rows -> bf16 rows; one warp per row; W = CPL * 256 -------------------------------
+template <int CPL>
+__global__ void ln_bf16_kernel(const bf16* __restrict__ x, bf16* __restrict__ y, long rows, float eps) {
+  constexpr int W = CPL * 256;
+  const long row = long(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  const int lane = threadIdx.x & 31;
+  if (row >= rows) return;
+  float v[CPL][8];
+  float s = 0.0f;
+#pragma unroll
+  for (int c = 0; c < CPL; ++c) {
+    unpack8(*reinterpret_cast<const uint4*>(x + row * W + (c * 32 + lane) * 8), v[c]);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) s += v[c][e];
+  }
+  const float mean = warp_sum(s) * (1.0f / W);
+  float q = 0.0f;
+#pragma unroll
+  for (int c = 0; c < CPL; ++c)
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      const float t = v[c][e] - mean;
+      q += t * t;
+    }
+  const float r = rsqrtf(warp_sum(q) * (1.0f / W) + eps);
+#pragma unroll
+  for (int c = 0; c < CPL; ++c) {
+    float o[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) o[e] = (v[c][e] - mean) * r;
+    *reinterpret_cast<uint4*>(y + row * W + (c * 32 + lane) * 8) = pack8(o);
+  }
+}
+
+// ---- fp32 residual stream: h += o (bf16, optional), t = bf16(LN(h)); one warp per row ------------------------------
+template <int CPL>
+__global__ void resid_ln_f32_kernel(float* __restrict__ h, const bf16* __restrict__ o, bf16* __restrict__ t, long rows,
+                                    float eps) {
+  constexpr int W = CPL * 256;
+  const long row = long(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  const int lane = threadIdx.x & 31;
+  if (row >= rows) return;
+  float v[CPL][8];
+  float s = 0.0f;
+#pragma unroll
+  for (int c = 0; c < CPL; ++c) {
+    float* hp = h + row * W + (c * 32 + lane) * 8;
+    const float4 a = *reinterpret_cast<const float4*>(hp), b = *reinterpret_cast<const float4*>(hp + 4);
+    v[c][0] = a.x; v[c][1] = a.y; v[c][2] = a.z; v[c][3] = a.w;
+    v[c][4] = b.x; v[c][5] = b.y; v[c][6] = b.z; v[c][7] = b.w;
+    if (o) {
+      float d[8];
+      unpack8(*reinterpret_cast<const uint4*>(o + row * W + (c * 32 + lane) * 8), d);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) v[c][e] += d[e];
+      *reinterpret_cast<float4*>(hp) = make_float4(v[c][0], v[c][1], v[c][2], v[c][3]);
+      *reinterpret_cast<float4*>(hp + 4) = make_float4(v[c][4], v[c][5], v[c][6], v[c][7]);
+    }
+#pragma unroll
+    for (int e = 0; e < 8; ++e) s += v[c][e];
+  }
+  const float mean = warp_sum(s) * (1.0f / W);
+  float q = 0.0f;
+#pragma unroll
+  for (int c = 0; c < CPL; ++c)
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      const float d = v[c][e] - mean;
+      q += d * d;
+    }
+  const float r = rsqrtf(warp_sum(q) * (1.0f / W) + eps);
+#pragma unroll
+  for (int c = 0; c < CPL; ++c) {
+    float y[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) y[e] = (v[c][e] - mean) * r;
+    *reinterpret_cast<uint4*>(t + row * W + (c * 32 + lane) * 8) = pack8(y);
+  }
+}
+
+// ---- Points of a (level of a) grid ---------------------------------------------------------------------------------
+// Point p is the level-local linear index idx = list ? list[p] : start + p of a level with n points per axis and
+// stride `stride` in final-grid index units; (u, v, w) = idx split with w fastest; final-grid indices (u, v, w)*stride.
+struct PointSet {
+  const uint32_t* list = nullptr;
+  uint32_t start = 0;
+  uint32_t n = 0;
+  uint32_t stride = 1;
+  uint32_t M = 0;      // final grid points per axis
+  uint32_t shift = 0;  // kTableMaxRb - rb: table index = final-grid index << shift
+  __device__ __forceinline__ void ijk(size_t p, uint32_t& i, uint32_t& j, uint32_t& k) const {
+    const uint32_t idx = list ? list[p] : start + uint32_t(p);
+    const uint32_t nn = n * n;
+    i = (idx / nn) * stride;
+    j = ((idx / n) % n) * stride;
+    k = (idx % n) * stride;
+  }
+  __device__ __forceinline__ uint32_t flat(uint32_t i, uint32_t j, uint32_t k) const { return (i * M + j) * M + k; }
+};
+
+// h1[p] = bf16(silu(bf16(b_in + T0[i] + T1[j] + T2[k]))) for grid points (the Fourier embedding + first Linear of
+// §8.4 is separable per axis). table: [3][Mt][W] fp32; b_in fp32 (bf16-rounded). One thread per 8 outputs.
+__global__ void grid_h1_kernel(PointSet ps, size_t count, const float* __restrict__ table, int Mt,
+                               const float* __restrict__ b_in, int W, bf16* __restrict__ h1) {
+  const int per = W / 8;
+  const size_t t = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t >= count * per) return;
+  const size_t p = t / per;
+  const int c = int(t % per) * 8;
+  uint32_t i, j, k;
+  ps.ijk(p, i, j, k);
+  const float* t0 = table + (size_t(0) * Mt + (i << ps.shift)) * W + c;
+  const float* t1 = table + (size_t(1) * Mt + (j << ps.shift)) * W + c;
+  const float* t2 = table + (size_t(2) * Mt + (k << ps.shift)) * W + c;
+  float y[8];
+#pragma unroll
+  for (int e = 0; e < 8; e += 4) {
+    const float4 a = __ldg(reinterpret_cast<const float4*>(t0 + e)), b = __ldg(reinterpret_cast<const float4*>(t1 + e)),
+                 d = __ldg(reinterpret_cast<const float4*>(t2 + e)),
+                 bb = __ldg(reinterpret_cast<const float4*>(b_in + c + e));
+    y[e] = bb.x + a.x + b.x + d.x;
+    y[e + 1] = bb.y + a.y + b.y + d.y;
+    y[e + 2] = bb.z + a.z + b.z + d.z;
+    y[e + 3] = bb.w + a.w + b.w + d.w;
+  }
+#pragma unroll
+  for (int e = 0; e < 8; ++e) y[e] = silu_f(round_bf(y[e]));
+  *reinterpret_cast<uint4*>(h1 + p * W + c) = pack8(y);
+}
+
+// sin/cos with an explicit reduction to [-pi, pi] (the build uses --use_fast_math, whose __sincosf is only accurate
+// near zero); absolute error ~5e-7 for the arguments of the embedder.
+__device__ __forceinline__ void sincos_reduced(float x, float* s, float* c) {
+  const float n = rintf(x * 0.15915494309189535f);
+  float r = __fmaf_rn(-n, 6.28318548202514648f, x);
+  r = __fmaf_rn(-n, -1.7484556000744487e-7f, r);
+  __sincosf(r, s, c);
+}
+
+// Phase-modulated Fourier features (§8.3) of arbitrary points, rounded to bf16: emb[p][0..Fpad), zero beyond F.
+__global__ void fourier_kernel(const float* __restrict__ xyz, size_t count, const float* __restrict__ w /*[3][nf]*/,
+                               const float* __restrict__ carrier, int nf, int Fpad, bf16* __restrict__ emb) {
+  const size_t t = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t >= count * Fpad) return;
+  const size_t p = t / Fpad;
+  const int c = int(t % Fpad);
+  const int half = 3 * nf;
+  float v = 0.0f;
+  if (c < 3) {
+    v = xyz[3 * p + c];
+  } else if (c < 3 + 2 * half) {
+    const int q = (c - 3) % half, a = q / nf, k = q % nf;
+    const float xa = xyz[3 * p + a];
+    const float f = __fmul_rn(xa, w[a * nf + k]);
+    const float ph = __fadd_rn(__fmul_rn(__fmul_rn(xa, 0.5f), 3.14159265358979323846f), carrier[k]);
+    float sf, cf, sp, cp;
+    sincos_reduced(f, &sf, &cf);
+    sincos_reduced(ph, &sp, &cp);
+    v = (c - 3) < half ? cf + cp : sf + sp;
+  }
+  emb[p * Fpad + c] = __float2bfloat16_rn(v);
+}
+
+// Per-axis first-layer tables: T[a][i][d] = sum_c feat[a][i][c] * wsub[a][d][c] (fp32; features and weights already
+// bf16-rounded on the host). feat: [3][Mt][nfe], wsub: [3][W][nfe].
+__global__ void axis_table_kernel(const float* __restrict__ feat, const float* __restrict__ wsub, int Mt, int nfe, int W,
+                                  float* __restrict__ table) {
+  const size_t t = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t >= size_t(3) * Mt * W) return;
+  const int d = int(t % W);
+  const int i = int((t / W) % Mt);
+  const int a = int(t / (size_t(W) * Mt));
+  const float* f = feat + (size_t(a) * Mt + i) * nfe;
+  const float* ww = wsub + (size_t(a) * W + d) * nfe;
+  float acc = 0.0f;
+  for (int c = 0; c < nfe; ++c) acc = fmaf(f[c], ww[c], acc);
+  table[t] = acc;
+}
+
+// In-place y = act(bf16(y + bias)) on rows x cols (ld = cols), bias bf16 or null; results rounded to bf16.
+__global__ void bias_act_kernel(bf16* __restrict__ y, long rows, int cols, const bf16* __restrict__ bias, int act) {
+  const size_t t = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int per = cols / 8;
+  if (t >= size_t(rows) * per) return;
+  const int c = int(t % per) * 8;
+  uint4* p = reinterpret_cast<uint4*>(y + t * 8);
+  float v[8];
+  unpack8(*p, v);
+  if (bias) {
+    float b[8];
+    unpack8(*reinterpret_cast<const uint4*>(bias + c), b);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) v[e] = round_bf(v[e] + b[e]);
+  }
+  if (act == kActGelu) {
+#pragma unroll
+    for (int e = 0; e < 8; ++e) v[e] = gelu_erf(v[e]);
+  } else if (act == kActSilu) {
+#pragma unroll
+    for (int e = 0; e < 8; ++e) v[e] = silu_f(v[e]);
+  }
+  *p = pack8(v);
+}
+
+// Occupancy head: logit = bf16(c_head(bf16(LN_affine(q0)))) as fp32. Written to out[p] (if out) or, for grid points,
+// to values[flat] with the point's evaluated bit set (if values). One warp per point.
+template <int CPL>
+__global__ void head_kernel(const bf16* __restrict__ q0, long rows, float eps, const float* __restrict__ lw,
+                            const float* __restrict__ lb, const float* __restrict__ hw, float hb, float* __restrict__ out,
+                            PointSet ps, float* __restrict__ values, uint32_t* __restrict__ bits) {
+  constexpr int W = CPL * 256;
+  const long row = long(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  const int lane = threadIdx.x & 31;
+  if (row >= rows) return;
+  float v[CPL][8];
+  float s = 0.0f;
+#pragma unroll
+  for (int c = 0; c < CPL; ++c) {
+    unpack8(*reinterpret_cast<const uint4*>(q0 + row * W + (c * 32 + lane) * 8), v[c]);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) s += v[c][e];
+  }
+  const float mean = warp_sum(s) * (1.0f / W);
+  float q = 0.0f;
+#pragma unroll
+  for (int c = 0; c < CPL; ++c)
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      const float d = v[c][e] - mean;
+      q += d * d;
+    }
+  const float r = rsqrtf(warp_sum(q) * (1.0f / W) + eps);
+  float acc = 0.0f;
+#pragma unroll
+  for (int c = 0; c < CPL; ++c)
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      const int d = (c * 32 + lane) * 8 + e;
+      acc = fmaf(round_bf((v[c][e] - mean) * r * lw[d] + lb[d]), hw[d], acc);
+    }
+  acc = warp_sum(acc);
+  if (lane == 0) {
+    const float logit = round_bf(acc + hb);
+    if (out) out[row] = logit;
+    if (values) {
+      uint32_t i, j, k;
+      ps.ijk(size_t(row), i, j, k);
+      const uint32_t f = ps.flat(i, j, k);
+      values[f] = logit;
+      if (bits) atomicOr(bits + (f >> 5), 1u << (f & 31));
+    }
+  }
+}
+
+// Latent decoder input (§8.1-8.2): h[n][d] = bf16(c_out(bf16(C[ids[n]]))) + pos[n][d] (fp32). One thread per (n, d).
+__global__ void latent_input_kernel(const int* __restrict__ ids, int T, const float* __restrict__ codebook, int E,
+                                    const bf16* __restrict__ w, const bf16* __restrict__ b, const float* __restrict__ pos,
+                                    int W, float* __restrict__ h) {
+  const int t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= T * W) return;
+  const int n = t / W, d = t % W;
+  const float* z = codebook + size_t(ids[n]) * E;
+  const bf16* wr = w + size_t(d) * E;
+  float acc = 0.0f;
+  for (int e = 0; e < E; ++e) acc = fmaf(round_bf(z[e]), bf(wr[e]), acc);
+  h[t] = round_bf(acc + bf(b[d])) + pos[t];
+}
+
+// Splits a fused projection into attention operands: src rows [T][src_stride] hold q (at q_off, if >= 0), k (k_off)
+// and v (v_off), each W = H*64 wide. q -> Qo [T][W] and k -> K [H][Npad][64] (RMSNorm over each head with weight qn /
+// kn and eps 1e-5 when given, result bf16), v -> Vt [H][64][Npad]. One warp per (row, head), 2 dims per lane.
+__global__ void split_heads_kernel(const bf16* __restrict__ src, int src_stride, int T, int H, int q_off, int k_off,
+                                   int v_off, const float* __restrict__ qn, const float* __restrict__ kn,
+                                   bf16* __restrict__ Qo, bf16* __restrict__ K, bf16* __restrict__ Vt, int Npad) {
+  const long wid = long(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  const int lane = threadIdx.x & 31;
+  if (wid >= long(T) * H) return;
+  const int row = int(wid / H), h = int(wid % H);
+  const int W = H * kHd;
+  const int d = lane * 2;
+  const bf16* r = src + size_t(row) * src_stride;
+  auto norm2 = [&](const bf16* p, const float* wn, float& x0, float& x1) {
+    const uint32_t u = *reinterpret_cast<const uint32_t*>(p + h * kHd + d);
+    x0 = detail::bf_lo(u);
+    x1 = detail::bf_hi(u);
+    if (wn) {
+      const float ms = warp_sum(x0 * x0 + x1 * x1) * (1.0f / kHd);
+      const float rr = rsqrtf(ms + 1e-5f);
+      x0 = x0 * rr * wn[d];
+      x1 = x1 * rr * wn[d + 1];
+    }
+  };
+  float x0, x1;
+  if (q_off >= 0) {
+    norm2(r + q_off, qn, x0, x1);
+    *reinterpret_cast<uint32_t*>(Qo + size_t(row) * W + h * kHd + d) = pack_bf2(x0, x1);
+  }
+  norm2(r + k_off, kn, x0, x1);
+  *reinterpret_cast<uint32_t*>(K + (size_t(h) * Npad + row) * kHd + d) = pack_bf2(x0, x1);
+  const uint32_t u = *reinterpret_cast<const uint32_t*>(r + v_off + h * kHd + d);
+  Vt[(size_t(h) * kHd + d) * Npad + row] = __ushort_as_bfloat16(uint16_t(u & 0xffffu));
+  Vt[(size_t(h) * kHd + d + 1) * Npad + row] = __ushort_as_bfloat16(uint16_t(u >> 16));
+}
+
+}  // namespace cubeforge::cuda::shape_detail

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# GPU-machine run for the CUDA shape stage (issue 8), one call: checks against the CPU fp32 path (small and v0.1
+# random weights), then the benches (v0.1 and v0.5, rb 7/8/9, two runs each). Logs go to $OUT; a short summary is
+# printed last. Uses the binary carried in .devcarry/cuda-shape (tools/device/build_cuda_shape.sh, run here first);
+# builds it there when it does not run. Usage (device tool, repo root, carry .devcarry/cuda-shape):
+#   bash tools/device/run_shape_bench.sh [STAGES]   STAGES: comma list of check,bench01,bench05 (default all)
+set -uo pipefail
+OUT=${OUT:-/tmp/cuda-shape-out}
+mkdir -p "$OUT"
+STAGES=${1:-check,bench01,bench05}
+has() { [[ ",$STAGES," == *",$1,"* ]]; }
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw,memory.used --format=csv |
+  tee "$OUT/gpu.txt"
+git log -1 --format='commit %H %s' 2>/dev/null | tee "$OUT/commit.txt"
+BIN=.devcarry/cuda-shape/cubeforge-gen
+if ! "$BIN" --help >/dev/null 2>&1; then
+  echo "carried binary does not run here ($(ldd "$BIN" 2>&1 | grep -i 'not found' | head -3)); building"
+  t0=$(date +%s)
+  JOBS=$(nproc) bash tools/device/build_cuda_shape.sh /tmp/cfshape > "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
+  BIN=/tmp/cfshape/cubeforge-gen
+  echo "built in $(( $(date +%s) - t0 )) s"
+fi
+run() {  # name timeout cmd...
+  local name=$1 to=$2; shift 2
+  local t0=$(date +%s)
+  timeout "$to" "$@" > "$OUT/$name.log" 2>&1
+  local rc=$?
+  echo "== $name rc=$rc $(( $(date +%s) - t0 )) s"
+  return $rc
+}
+has check && run checksmall 30 "$BIN" bench-shape-gpu --check-only --synthetic small
+has check && run check01 70 "$BIN" bench-shape-gpu --check-only --synthetic v0.1
+has bench01 && run bench01 60 "$BIN" bench-shape-gpu --synthetic v0.1 --rb 7,8,9 --reps 2
+has bench05 && run bench05 60 "$BIN" bench-shape-gpu --synthetic v0.5 --rb 7,8,9 --reps 2
+echo; echo "######## results"
+for f in "$OUT"/checksmall.log "$OUT"/check01.log; do
+  [ -f "$f" ] && { echo "--- $(basename "$f")"; grep -E ' ok  | FAIL |aborted|checks:|setup|error|logits range' "$f" | cut -c1-200; }
+done
+for f in "$OUT"/bench01.log "$OUT"/bench05.log; do
+  [ -f "$f" ] && { echo "--- $(basename "$f")"; grep -vE '^\s*$' "$f" | grep -vE '^CUDA shape engine on' | tail -48; }
+done
+exit 0
