@@ -5,7 +5,8 @@ PKGS=(cmake ninja-build g++ pkg-config googletest libgtest-dev libgmock-dev libb
   libimgui-dev libglfw3-dev python3-glad libassimp-dev libstb-dev libgl1-mesa-dev libegl-dev
   xvfb xauth x11-utils xdotool imagemagick mesa-utils libosmesa6-dev libegl1-mesa-dev
   nlohmann-json3-dev libglm-dev libmeshoptimizer-dev libcli11-dev libspdlog-dev libfmt-dev
-  libtbb-dev libeigen3-dev libopenblas-dev libyaml-cpp-dev libpng-dev python3-numpy)
+  libtbb-dev libeigen3-dev libopenblas-dev libyaml-cpp-dev libpng-dev python3-numpy
+  python3-torch python3-yaml)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -25,7 +25,34 @@ def _sdf_and_grad(fi, prm, pts):
 
 
 @torch.no_grad()
-def surface_and_bbox(fi, prm, device, n_cand=8192, G1=40, G2=64, gen=None):
+def _climb_extents(fi, prm, cand, valid, blo, bhi, steps, k=8, step=0.02):
+    """Sharp tips (cone apexes, spikes) have no area and are rarely sampled: from the k most extreme samples along
+    each of the 6 axis directions, repeatedly step outwards and project back onto the surface; the farthest valid
+    point gives the extent. All 6 directions are batched in one tensor (few kernel launches on the GPU)."""
+    B = cand.shape[0]
+    dirs = torch.tensor([[1., 0, 0], [-1., 0, 0], [0, 1., 0], [0, -1., 0], [0, 0, 1.], [0, 0, -1.]], device=cand.device)
+    pts = []
+    for j in range(6):
+        key = torch.where(valid, cand @ dirs[j], torch.full_like(cand[..., 0], -1e9))
+        top = key.topk(k, dim=1).indices
+        pts.append(torch.gather(cand, 1, top[..., None].expand(-1, -1, 3)))
+    p = torch.cat(pts, 1)                                  # [B, 6k, 3]
+    dvec = dirs.repeat_interleave(k, 0)[None]              # [1, 6k, 3]
+    best = torch.full((B, 6 * k), -1e9, device=cand.device)
+    for _ in range(steps):
+        p = p + dvec * step
+        for _ in range(2):
+            d, g = _sdf_and_grad(fi, prm, p)
+            p = p - d[..., None] * g / g.norm(dim=-1, keepdim=True).clamp(min=1e-6)
+        d, _ = _sdf_and_grad(fi, prm, p)
+        best = torch.maximum(best, torch.where(d.abs() < 2e-3, (p * dvec).sum(-1), torch.full_like(d, -1e9)))
+    ext = best.view(B, 6, k).amax(-1)                      # [B, 6] extent along each direction
+    bhi = torch.maximum(bhi, ext[:, 0::2])
+    blo = torch.minimum(blo, -ext[:, 1::2])
+    return blo, bhi
+
+
+def surface_and_bbox(fi, prm, device, n_cand=8192, G1=40, G2=64, gen=None, climb_steps=10):
     """Returns raw-frame surface points [B,K,3], normals [B,K,3], valid mask [B,K], bbox lo/hi [B,3]."""
     B = next(iter(prm.values())).shape[0]
     # stage 1: coarse bbox on a big fixed grid
@@ -60,37 +87,19 @@ def surface_and_bbox(fi, prm, device, n_cand=8192, G1=40, G2=64, gen=None):
     bigc = torch.full_like(cand, 1e9)
     blo = torch.where(valid[..., None], cand, bigc).amin(1)
     bhi = torch.where(valid[..., None], cand, -bigc).amax(1)
-    # sharp tips (cone apexes, spikes) have no area and are rarely sampled: climb along each axis direction from the
-    # most extreme samples (step out, project back onto the surface) to find the true extent
-    for ax in range(3):
-        for sgn in (1.0, -1.0):
-            key = torch.where(valid, cand[..., ax] * sgn, torch.full_like(cand[..., ax], -1e9))
-            top = key.topk(8, dim=1).indices
-            p = torch.gather(cand, 1, top[..., None].expand(-1, -1, 3))
-            for _ in range(12):
-                p = p.clone()
-                p[..., ax] += sgn * 0.02
-                for _ in range(3):
-                    d, g = _sdf_and_grad(fi, prm, p)
-                    p = p - d[..., None] * g / g.norm(dim=-1, keepdim=True).clamp(min=1e-6)
-                d, _ = _sdf_and_grad(fi, prm, p)
-                ok = d.abs() < 2e-3
-                ext = torch.where(ok, p[..., ax] * sgn, torch.full_like(d, -1e9)).amax(1)
-                if sgn > 0:
-                    bhi[:, ax] = torch.maximum(bhi[:, ax], ext)
-                else:
-                    blo[:, ax] = torch.minimum(blo[:, ax], -ext)
+    if climb_steps > 0:
+        blo, bhi = _climb_extents(fi, prm, cand, valid, blo, bhi, climb_steps)
     return cand, nrm, valid, blo, bhi
 
 
 @torch.no_grad()
-def build_batch(fi, prm, device, n_surface=2048, n_occ=16384, gen=None, n_cand=8192):
+def build_batch(fi, prm, device, n_surface=2048, n_occ=16384, gen=None, n_cand=8192, G2=64, climb_steps=10):
     """Everything the VQ-VAE needs for one batch of shapes of family fi (prm on device).
 
     Returns dict: surf [B,n_surface,6] (normalised xyz + normal), occ_pts [B,n_occ,3], occ [B,n_occ] bool,
     center [B,3], scale [B], bbox [B,3] (normalised extents), ok [B] (enough valid surface points).
     """
-    cand, nrm, valid, blo, bhi = surface_and_bbox(fi, prm, device, n_cand=n_cand, gen=gen)
+    cand, nrm, valid, blo, bhi = surface_and_bbox(fi, prm, device, n_cand=n_cand, gen=gen, G2=G2, climb_steps=climb_steps)
     center = 0.5 * (blo + bhi)
     extent = (bhi - blo)
     scale = 2 * HALF / extent.amax(-1)
@@ -134,23 +143,32 @@ def occupancy_grid(fi, prm, center, scale, res=64, device="cpu", chunk=16):
     return torch.cat(out, 0)
 
 
-def generate_dataset(n_per_family, seed, device, n_surface=2048, n_occ=16384, chunk=128, families=None, log=None,
-                     n_cand=8192, store_dtype=torch.float16):
-    """Generate all families; returns dict of concatenated tensors on `device` plus per-shape family/attr/combo ids."""
-    fams = range(len(S.FAMILIES)) if families is None else families
+def generate_dataset(n_per_family, seed, device, n_surface=2048, n_occ=16384, chunk=200, families=None, log=None,
+                     n_cand=8192, store_dtype=torch.float16, max_seconds=None, G2=64, climb_steps=10):
+    """Generate the families in rounds of `chunk` shapes per family (every round covers every family, so the data
+    stays balanced); with max_seconds, no new round starts once the next one would end past the cap.
+    Returns dict of concatenated tensors on `device` plus per-shape family / attribute-combination ids."""
+    import time
+    fams = list(range(len(S.FAMILIES))) if families is None else list(families)
     out = {k: [] for k in ("surf", "occ_pts", "occ", "bbox", "fam", "combo", "center", "scale")}
-    params = []
     gen = torch.Generator(device=device).manual_seed(seed + 17)
+    sampled = {}
     for fi in fams:
         prm, av = S.sample_family(fi, n_per_family, seed)
         fam = S.FAMILIES[fi]
         combos = torch.zeros(n_per_family, dtype=torch.long)
         for j, a in enumerate(fam.attrs):
             combos = combos * len(a.values) + av[:, j]
-        prm_d = S.params_to(prm, device)
-        for s in range(0, n_per_family, chunk):
-            e = min(n_per_family, s + chunk)
-            b = build_batch(fi, S.slice_params(prm_d, slice(s, e)), device, n_surface, n_occ, gen=gen, n_cand=n_cand)
+        sampled[fi] = (S.params_to(prm, device), combos)
+    t0 = time.time()
+    rounds = 0
+    for s in range(0, n_per_family, chunk):
+        tr = time.time()
+        e = min(n_per_family, s + chunk)
+        for fi in fams:
+            prm_d, combos = sampled[fi]
+            b = build_batch(fi, S.slice_params(prm_d, slice(s, e)), device, n_surface, n_occ, gen=gen, n_cand=n_cand,
+                            G2=G2, climb_steps=climb_steps)
             keep = b["ok"]
             out["surf"].append(b["surf"][keep].to(store_dtype))
             out["occ_pts"].append(b["occ_pts"][keep].to(store_dtype))
@@ -161,43 +179,12 @@ def generate_dataset(n_per_family, seed, device, n_surface=2048, n_occ=16384, ch
             nk = int(keep.sum())
             out["fam"].append(torch.full((nk,), fi, dtype=torch.long, device=device))
             out["combo"].append(combos[s:e].to(device)[keep])
+        if str(device).startswith("cuda"):
+            torch.cuda.synchronize()
+        rounds += 1
+        now = time.time()
         if log:
-            log(f"  data {fam.name}: {n_per_family} shapes")
+            log(f"  data round {rounds}: shapes {s}..{e} of every family, {now - tr:.1f}s")
+        if max_seconds is not None and (now - t0) + (now - tr) > max_seconds:
+            break
     return {k: torch.cat(v, 0) for k, v in out.items()}
-
-
-@torch.no_grad()
-def occupancy_grid_adaptive(fi, prm, center, scale, res=129, step=4, device="cpu", chunk=262144):
-    """Same result as occupancy_grid (up to SDF-bound assumptions) but evaluates the SDF densely only near the
-    surface: samples every `step`-th grid point first and copies its sign to fine points that are provably farther
-    from the surface than their distance to that sample (with a 1.5x safety factor). Returns bool [B, res^3]."""
-    g = torch.linspace(-BOUND, BOUND, res, device=device)
-    h = 2 * BOUND / (res - 1)
-    ci = torch.arange(0, res, step, device=device)
-    if ci[-1] != res - 1:
-        ci = torch.cat([ci, torch.tensor([res - 1], device=device)])
-    gc = g[ci]
-    Xc, Yc, Zc = torch.meshgrid(gc, gc, gc, indexing="ij")
-    pc = torch.stack([Xc, Yc, Zc], -1).reshape(1, -1, 3)
-    # nearest coarse index for every fine index along one axis
-    fine = torch.arange(res, device=device)
-    near = torch.bucketize(fine.float(), ((ci[1:] + ci[:-1]).float() / 2))
-    dmax = (fine - ci[near]).abs().max().item() * h * math.sqrt(3)
-    X, Y, Z = torch.meshgrid(g, g, g, indexing="ij")
-    pf = torch.stack([X, Y, Z], -1).reshape(-1, 3)
-    nidx = (near[:, None, None] * len(ci) + near[None, :, None]) * len(ci) + near[None, None, :]
-    nidx = nidx.reshape(-1)
-    out = []
-    B = center.shape[0]
-    for b in range(B):
-        sub = S.slice_params(prm, slice(b, b + 1))
-        dc = S.eval_sdf_normalized(fi, sub, center[b:b + 1], scale[b:b + 1], pc)[0]
-        dn = dc[nidx]
-        occ = dn < 0
-        unsure = (dn.abs() <= 1.5 * dmax + 0.02).nonzero()[:, 0]
-        for s in range(0, unsure.numel(), chunk):
-            ids = unsure[s:s + chunk]
-            d = S.eval_sdf_normalized(fi, sub, center[b:b + 1], scale[b:b + 1], pf[ids][None])[0]
-            occ[ids] = d < 0
-        out.append(occ)
-    return torch.stack(out, 0)

@@ -22,7 +22,8 @@ import infer as I  # noqa: E402
 import shapes as S  # noqa: E402
 
 
-def reference_set(seed, n_per_family, device, res=64, families=None, n_surface=2048):
+def reference_set(seed, n_per_family, device, res=64, families=None, n_surface=2048, climb_steps=10, n_cand=4096,
+                  G2=64):
     fams = list(range(len(S.FAMILIES))) if families is None else families
     out = {k: [] for k in ("grid", "fam", "combo", "attrs", "bbox", "surf")}
     for fi in fams:
@@ -30,7 +31,8 @@ def reference_set(seed, n_per_family, device, res=64, families=None, n_surface=2
         prm, av = S.sample_family(fi, n_per_family, seed)
         prm = S.params_to(prm, device)
         gen = torch.Generator(device=device).manual_seed(seed + fi)
-        b = D.build_batch(fi, prm, device, n_surface=n_surface, n_occ=16, gen=gen, n_cand=4096)
+        b = D.build_batch(fi, prm, device, n_surface=n_surface, n_occ=16, gen=gen, n_cand=n_cand, climb_steps=climb_steps,
+                          G2=G2)
         g = D.occupancy_grid(fi, prm, b["center"], b["scale"], res=res, device=device)
         combos = torch.zeros(n_per_family, dtype=torch.long)
         for j, a in enumerate(fam.attrs):
@@ -118,10 +120,12 @@ def per_family(values, fams, names):
 
 @torch.no_grad()
 def run_eval(gpt, vae, clip, tok, device, seed=4242, refs_per_family=24, res=64, per_combo=1, extra_plain=2,
-             families=None, train_captions=None, bbox_prompts_per_family=2, gen_batch=256, log=print):
+             families=None, train_captions=None, bbox_prompts_per_family=2, gen_batch=256, log=print, climb_steps=10,
+             ref_kw=None):
     t0 = time.time()
     names = [f.name for f in S.FAMILIES]
-    refs = reference_set(seed, refs_per_family, device, res=res, families=families)
+    refs = reference_set(seed, refs_per_family, device, res=res, families=families, climb_steps=climb_steps,
+                         **(ref_kw or {}))
     log(f"eval: {refs['grid'].shape[0]} reference shapes in {time.time() - t0:.1f}s")
     rep = {}
     # VAE reconstruction
@@ -220,8 +224,10 @@ def main():
     tok = clip_bpe.ClipTokenizer(clip_dir)
     if a.tiny:
         fams = [S.FAMILY_INDEX[n] for n in ("chair", "table", "mushroom", "car", "sword", "torus")]
+        torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
         rep, _, _ = run_eval(gpt, vae, clip, tok, a.device, refs_per_family=4, res=32, per_combo=1, extra_plain=0,
-                             families=fams, bbox_prompts_per_family=0)
+                             families=fams, bbox_prompts_per_family=0, climb_steps=2,
+                             ref_kw=dict(n_cand=1024, G2=40, n_surface=2048))
         # CI subset: one prompt per family
     else:
         rep, _, _ = run_eval(gpt, vae, clip, tok, a.device)

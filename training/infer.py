@@ -142,6 +142,7 @@ def generate(gpt, clip, vae, tok, prompts, bboxes=None, guidance=3.0, mode="refe
 
 
 @torch.no_grad()
+@torch.no_grad()
 def generate_full(gpt, clip, vae, tok, prompts, bboxes=None, guidance=3.0, mode="reference", device="cpu",
                   return_margins=False):
     """Same as generate() but recomputes the whole sequence every step (the training forward)."""

@@ -249,7 +249,7 @@ def preflight(a, dev, amp, tok, gcfg, scfg, tcfg):
     errors before the long budgets are spent)."""
     t = time.time()
     fams = [S.FAMILY_INDEX["chair"], S.FAMILY_INDEX["cat"]]
-    dat = D.generate_dataset(4, 1, dev, n_surface=512, n_occ=2048, families=fams, n_cand=1024, chunk=4)
+    dat = D.generate_dataset(4, 1, dev, n_surface=512, n_occ=2048, families=fams, n_cand=1024, chunk=4, climb_steps=2)
     vae = M.OneDAutoEncoder(scfg).to(dev).train()
     train_vae(vae, dat, dev, 2.0, 4, 512, 1e-4, amp)
     vae.eval()
@@ -267,7 +267,7 @@ def preflight(a, dev, amp, tok, gcfg, scfg, tcfg):
     E.export_model(pdir, gpt, vae, clip, known_ids, a.tokenizer_dir)
     gpt2, vae2, clip2, _ = E.load_model_dir(pdir, dev)
     rep, _, _ = EV.run_eval(gpt2, vae2, clip2, tok, dev, refs_per_family=2, res=16, families=fams,
-                            bbox_prompts_per_family=1, log=log)
+                            bbox_prompts_per_family=1, log=log, climb_steps=2)
     import shutil
     shutil.rmtree(pdir)
     log(f"preflight ok in {time.time() - t:.1f}s (family acc {rep['family_accuracy']})")
@@ -295,6 +295,11 @@ def main():
     ap.add_argument("--tokenizer-dir", default=clip_bpe.DEFAULT_DIR)
     ap.add_argument("--deadline", type=float, default=None, help="seconds since start by which everything must end")
     ap.add_argument("--eval-reserve", type=float, default=80, help="seconds kept for export + eval before the deadline")
+    ap.add_argument("--data-seconds", type=float, default=None, help="no new data round starts past this")
+    ap.add_argument("--data-chunk", type=int, default=400, help="shapes per family per data round")
+    ap.add_argument("--climb-steps", type=int, default=10)
+    ap.add_argument("--eval-res", type=int, default=64)
+    ap.add_argument("--eval-climb", type=int, default=10)
     ap.add_argument("--gpt-min", type=float, default=120, help="seconds of GPT training the VAE budget must leave")
     ap.add_argument("--preflight", action="store_true", help="run every stage for a few seconds on tiny data first")
     a = ap.parse_args()
@@ -330,8 +335,8 @@ def main():
     # 1. data
     t = time.time()
     dat = D.generate_dataset(a.n_per_family, a.seed, dev, n_surface=n_surface, n_occ=n_occ, families=families,
-                             n_cand=n_cand, chunk=256 if not a.tiny else 8,
-                             log=log if a.tiny else None)
+                             n_cand=n_cand, chunk=a.data_chunk if not a.tiny else 3, log=log,
+                             max_seconds=a.data_seconds, climb_steps=a.climb_steps)
     if dev.startswith("cuda"):
         torch.cuda.synchronize()
     timings["data_s"] = round(time.time() - t, 1)
@@ -424,8 +429,9 @@ def main():
     rep = {}
     if not a.no_eval:
         t = time.time()
-        rep, _, _ = EV.run_eval(gpt2, vae2, clip2, tok, dev, refs_per_family=a.eval_refs, res=64 if not a.tiny else 16,
-                                families=families, train_captions=train_caps, log=log)
+        rep, _, _ = EV.run_eval(gpt2, vae2, clip2, tok, dev, refs_per_family=a.eval_refs,
+                                res=a.eval_res if not a.tiny else 16, families=families, train_captions=train_caps,
+                                log=log, climb_steps=a.eval_climb)
         timings["eval_s"] = round(time.time() - t, 1)
         log("eval: " + json.dumps({k: v for k, v in rep.items() if not isinstance(v, (dict, list))}))
         log("eval per family: " + json.dumps(rep["family_accuracy_per_family"]))
