@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <map>
 #include <random>
@@ -37,6 +38,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+double cpu_seconds() {  // CPU time of the whole process (all threads)
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -72,11 +79,15 @@ struct BenchModel {
   std::vector<int> tokens;
 };
 
-ShapeConfig synthetic_config() {
-  ShapeConfig c;  // reference defaults (nf 128, embed 32, 16384 codes, 24 decoder layers) at width 256, 128 latents
-  c.width = 256;
-  c.num_heads = 4;
-  c.num_encoder_latents = 128;
+// "synthetic": reference defaults (nf 128, embed 32, 16384 codes, 24 decoder layers) at width 256, 128 latents.
+// "synthetic-v01": the v0.1 decoder sizes (width 768, 12 heads, 512 latents). Both with a 2-layer encoder.
+ShapeConfig synthetic_config(const std::string& name) {
+  ShapeConfig c;
+  if (name == "synthetic") {
+    c.width = 256;
+    c.num_heads = 4;
+    c.num_encoder_latents = 128;
+  }
   c.num_encoder_layers = 2;
   c.encoder_cross_attention_levels = {0};
   return c;
@@ -111,10 +122,10 @@ std::map<std::string, TensorToWrite> random_weights(const ShapeConfig& cfg, uint
 
 // The synthetic model: random weights, random tokens, and the head bias shifted so that ~30% of the rb-5 grid is
 // inside (random weights give an arbitrary logit offset; the shift makes a closed-ish shape to mesh).
-BenchModel synthetic_model(const std::string& tmpdir, uint64_t seed) {
+BenchModel synthetic_model(const std::string& tmpdir, const std::string& name, uint64_t seed) {
   BenchModel m;
-  m.name = "synthetic-w256-n128";
-  m.cfg = synthetic_config();
+  m.cfg = synthetic_config(name);
+  m.name = name + "-w" + std::to_string(m.cfg.width) + "-n" + std::to_string(m.cfg.num_encoder_latents);
   std::mt19937_64 rng(seed + 7);
   for (int i = 0; i < m.cfg.num_encoder_latents; ++i) m.tokens.push_back(int(rng() % uint64_t(m.cfg.num_codes)));
   fs::create_directories(tmpdir);
@@ -148,8 +159,8 @@ std::vector<BenchModel> load_models(const std::string& configs, const std::strin
   std::vector<BenchModel> models;
   const std::string tmp = (fs::temp_directory_path() / ("cubeforge_bench_shape_" + std::to_string(::getpid()))).string();
   for (const auto& c : split(configs)) {
-    if (c == "synthetic")
-      models.push_back(synthetic_model(tmp, seed));
+    if (c == "synthetic" || c == "synthetic-v01")
+      models.push_back(synthetic_model(tmp, c, seed));
     else
       models.push_back(golden_model(golden_dir, c));
   }
@@ -168,7 +179,7 @@ int run_bench(int argc, char** argv) {
   int threads = 0;
   app.add_option("--threads", threads, "OpenMP/OpenBLAS threads (0: default)");
   app.add_option("--golden-dir", golden_dir, "directory of the golden cases");
-  app.add_option("--configs", configs, "comma list: synthetic and/or golden case names");
+  app.add_option("--configs", configs, "comma list: synthetic, synthetic-v01 and/or golden case names");
   app.add_option("--rb", rbs_s, "comma list of resolution bases");
   app.add_option("--reps", reps, "repetitions (median reported)");
   app.add_option("--dense-reps-max-rb", dense_reps_max_rb, "dense runs above this rb are run once");
@@ -215,21 +226,33 @@ int run_bench(int argc, char** argv) {
       grid_pts[i] = ax[ui(rng)];
       rand_pts[i] = u(rng);
     }
-    double pps_grid = 0, pps_rand = 0;
+    double pps_grid = 0, pps_rand = 0, cpu_grid = 0, cpu_rand = 0;
     for (int pass = 0; pass < 2; ++pass) {
-      std::vector<double> t;
+      std::vector<double> t, c;
       const std::vector<float>& P = pass == 0 ? grid_pts : rand_pts;
       for (int r = 0; r < reps; ++r) {
         const auto t0 = Clock::now();
+        const double c0 = cpu_seconds();
         dec->evaluate(P.data(), points, out.data());
+        c.push_back(cpu_seconds() - c0);
         t.push_back(ms_since(t0));
       }
       (pass == 0 ? pps_grid : pps_rand) = double(points) / (median(t) / 1e3);
+      (pass == 0 ? cpu_grid : cpu_rand) = double(points) / median(c);
     }
-    std::printf("occupancy: %.0f points/s on grid points, %.0f points/s on arbitrary points (%zu points, batch %d)\n",
-                pps_grid, pps_rand, points, batch);
-    std::printf("%-4s %-9s %10s %10s %9s %10s %10s %8s %9s %9s %10s\n", "rb", "mode", "points", "fraction", "latent_ms",
-                "occ_ms", "mc_ms", "total_s", "verts", "faces", "chamfer");
+    std::printf("occupancy: %.0f points/s on grid points, %.0f points/s on arbitrary points (%zu points, batch %d, "
+                "wall clock); per CPU-second: %.0f / %.0f\n",
+                pps_grid, pps_rand, points, batch, cpu_grid, cpu_rand);
+    {
+      std::vector<float> v = dec->grid_dense(5).values;
+      std::sort(v.begin(), v.end());
+      const size_t inside = size_t(v.end() - std::lower_bound(v.begin(), v.end(), 0.0f));
+      std::printf("logits on the rb-5 grid: min %.3f, median %.3f, max %.3f, %.1f%% inside; adaptive coarse rb %d, "
+                  "margin %.3f\n",
+                  v.front(), v[v.size() / 2], v.back(), 100.0 * double(inside) / double(v.size()), coarse_rb, margin);
+    }
+    std::printf("%-4s %-9s %10s %10s %9s %10s %10s %8s %8s %9s %9s %10s\n", "rb", "mode", "points", "fraction",
+                "latent_ms", "occ_ms", "mc_ms", "total_s", "cpu_s", "verts", "faces", "chamfer");
     for (int rb : rbs) {
       Mesh dense_mesh;
       bool have_dense = false;
@@ -237,11 +260,12 @@ int run_bench(int argc, char** argv) {
       for (int mode = 0; mode < 2; ++mode) {
         if (mode == 0 && skip_dense) continue;
         const int n_reps = (mode == 0 && rb > dense_reps_max_rb) ? 1 : reps;
-        std::vector<double> tl, to, tm, tt;
+        std::vector<double> tl, to, tm, tt, tc;
         GridValues g;
         Mesh mesh;
         for (int r = 0; r < n_reps; ++r) {
           const auto t0 = Clock::now();
+          const double c0 = cpu_seconds();
           const Latents l = m.model->decode_tokens(m.tokens);
           tl.push_back(ms_since(t0));
           const auto t1 = Clock::now();
@@ -260,6 +284,7 @@ int run_bench(int argc, char** argv) {
           mesh = marching_cubes(g);
           tm.push_back(ms_since(t2));
           tt.push_back(ms_since(t0));
+          tc.push_back(cpu_seconds() - c0);
         }
         std::string cham = "-";
         if (mode == 0) {
@@ -272,9 +297,9 @@ int run_bench(int argc, char** argv) {
           std::snprintf(b, sizeof b, "%.2e", cr.chamfer);
           cham = b;
         }
-        std::printf("%-4d %-9s %10zu %10.4f %9.1f %10.1f %10.1f %8.3f %9zu %9zu %10s", rb, mode ? "adaptive" : "dense",
-                    g.points_evaluated, g.fraction_evaluated(), median(tl), median(to), median(tm), median(tt) / 1e3,
-                    mesh.vertex_count(), mesh.face_count(), cham.c_str());
+        std::printf("%-4d %-9s %10zu %10.4f %9.1f %10.1f %10.1f %8.3f %8.3f %9zu %9zu %10s", rb,
+                    mode ? "adaptive" : "dense", g.points_evaluated, g.fraction_evaluated(), median(tl), median(to),
+                    median(tm), median(tt) / 1e3, median(tc), mesh.vertex_count(), mesh.face_count(), cham.c_str());
         if (mode == 1 && have_dense)
           std::printf("  speedup %.1fx, vertex diff %+lld", dense_total / median(tt),
                       (long long)mesh.vertex_count() - (long long)dense_mesh.vertex_count());
@@ -293,40 +318,71 @@ int run_preview_study(int argc, char** argv) {
   CLI::App app{"Live preview convergence: IoU of the preview occupancy vs the final one at k = N/8, N/4, N/2, N",
                argv[0]};
   std::string golden_dir = "../shared/golden/cube3d", configs = "tiny_v01,tiny_v05,synthetic";
-  int rb = 6;
+  int rb = 6, random_sequences = 8, threads = 0;
   uint64_t seed = 1;
   app.add_option("--golden-dir", golden_dir, "directory of the golden cases");
   app.add_option("--configs", configs, "comma list: golden case names and/or synthetic");
   app.add_option("--rb", rb, "resolution base of the compared occupancy grids (dense)");
-  app.add_option("--seed", seed, "seed of the synthetic model");
-  int threads = 0;
+  app.add_option("--random-sequences", random_sequences, "also average over this many random token sequences");
+  app.add_option("--seed", seed, "seed of the synthetic model and of the random sequences");
   app.add_option("--threads", threads, "OpenMP/OpenBLAS threads (0: default)");
   CLI11_PARSE(app, argc, argv);
   set_threads(threads);
   auto models = load_models(configs, golden_dir, seed);
   const std::vector<PreviewFill> fills = {PreviewFill::Truncate, PreviewFill::MeanCode, PreviewFill::RepeatPrefix,
                                           PreviewFill::ZeroCode};
+  const std::vector<int> divs = {8, 4, 2, 1};
   for (auto& m : models) {
     const int N = int(m.tokens.size());
-    const GridValues final_grid = m.model->occupancy(m.model->decode_tokens(m.tokens))->grid_dense(rb);
-    size_t inside = 0;
-    for (float v : final_grid.values) inside += v >= 0;
-    std::printf("== %s (N=%d, rb %d, final occupancy %.1f%% inside)\n", m.name.c_str(), N, rb,
-                100.0 * double(inside) / double(final_grid.point_count()));
-    std::printf("%-8s %12s %12s %12s %12s   %s\n", "fill", "k=N/8", "k=N/4", "k=N/2", "k=N", "preview ms (k=N/2, latents+grid)");
-    for (PreviewFill f : fills) {
-      std::printf("%-8s", to_string(f));
-      double ms_half = 0;
-      for (int div : {8, 4, 2, 1}) {
-        const int k = std::max(1, N / div);
-        const std::vector<int> prefix(m.tokens.begin(), m.tokens.begin() + k);
-        const auto t0 = Clock::now();
-        const GridValues g = m.model->occupancy(m.model->decode_preview(prefix, f))->grid_dense(rb);
-        if (div == 2) ms_half = ms_since(t0);
-        std::printf(" %12.4f", occupancy_iou(g, final_grid));
-      }
-      std::printf("   %.1f\n", ms_half);
+    std::vector<std::vector<int>> seqs = {m.tokens};
+    std::mt19937_64 rng(seed * 31 + 5);
+    for (int s = 0; s < random_sequences; ++s) {
+      std::vector<int> t(N);
+      for (int& id : t) id = int(rng() % uint64_t(m.cfg.num_codes));
+      seqs.push_back(t);
     }
+    // iou[fill][div][seq]
+    std::vector<std::vector<std::vector<double>>> iou(fills.size(), std::vector<std::vector<double>>(divs.size()));
+    std::vector<double> inside_frac;
+    std::vector<std::vector<double>> latent_ms(fills.size());
+    for (const auto& seq : seqs) {
+      const GridValues fin = m.model->occupancy(m.model->decode_tokens(seq))->grid_dense(rb);
+      size_t inside = 0;
+      for (float v : fin.values) inside += v >= 0;
+      inside_frac.push_back(double(inside) / double(fin.point_count()));
+      for (size_t f = 0; f < fills.size(); ++f)
+        for (size_t d = 0; d < divs.size(); ++d) {
+          const int k = std::max(1, N / divs[d]);
+          const std::vector<int> prefix(seq.begin(), seq.begin() + k);
+          const auto t0 = Clock::now();
+          const Latents lat = m.model->decode_preview(prefix, fills[f]);
+          if (divs[d] == 2) latent_ms[f].push_back(ms_since(t0));
+          iou[f][d].push_back(occupancy_iou(m.model->occupancy(lat)->grid_dense(rb), fin));
+        }
+    }
+    double mean_inside = 0;
+    for (size_t s = 1; s < inside_frac.size(); ++s) mean_inside += inside_frac[s];
+    if (inside_frac.size() > 1) mean_inside /= double(inside_frac.size() - 1);
+    std::printf("== %s (N=%d, dense rb %d; %s tokens: final %.1f%% inside; %d random sequences: mean %.1f%% inside)\n",
+                m.name.c_str(), N, rb, m.name.rfind("tiny", 0) == 0 ? "golden" : "seed", 100.0 * inside_frac[0],
+                random_sequences, 100.0 * mean_inside);
+    std::printf("%-8s | %-34s | %-34s | %s\n", "", "IoU, golden/seed tokens", "IoU, mean over random sequences",
+                "latents ms");
+    std::printf("%-8s | %8s %8s %8s %6s | %8s %8s %8s %6s | %s\n", "fill", "N/8", "N/4", "N/2", "N", "N/8", "N/4", "N/2",
+                "N", "(k=N/2)");
+    for (size_t f = 0; f < fills.size(); ++f) {
+      std::printf("%-8s |", to_string(fills[f]));
+      for (size_t d = 0; d < divs.size(); ++d) std::printf(d == 3 ? " %6.3f" : " %8.4f", iou[f][d][0]);
+      std::printf(" |");
+      for (size_t d = 0; d < divs.size(); ++d) {
+        double mean = 0;
+        for (size_t s = 1; s < iou[f][d].size(); ++s) mean += iou[f][d][s];
+        mean = iou[f][d].size() > 1 ? mean / double(iou[f][d].size() - 1) : NAN;
+        std::printf(d == 3 ? " %6.3f" : " %8.4f", mean);
+      }
+      std::printf(" | %.2f\n", median(latent_ms[f]));
+    }
+    std::fflush(stdout);
   }
   return 0;
 }

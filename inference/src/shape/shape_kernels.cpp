@@ -3,6 +3,7 @@
 #include "shape/shape_kernels.h"
 
 #include <cblas.h>
+#include <immintrin.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -91,33 +92,174 @@ inline float gelu_approx(float x) {
 
 }  // namespace
 
+#if defined(__AVX2__) && defined(__FMA__)
+#define CF_SHAPE_AVX2 1
+#endif
+
+#ifdef CF_SHAPE_AVX2
+namespace {
+
+// 8-lane versions of exp_approx / gelu_approx (same constants, same operation order up to FMA contraction).
+inline __m256 exp8(__m256 x) {
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+inline __m256 gelu8(__m256 x) {
+  const __m256 z = _mm256_mul_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), x), _mm256_set1_ps(0.70710678118654752f));
+  const __m256 t = _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_fmadd_ps(_mm256_set1_ps(0.5f), z, _mm256_set1_ps(1.0f)));
+  __m256 p = _mm256_set1_ps(0.17087277f);
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-0.82215223f));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(1.48851587f));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-1.13520398f));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(0.27886807f));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-0.18628806f));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(0.09678418f));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(0.37409196f));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(1.00002368f));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-1.26551223f));
+  const __m256 half_ec = _mm256_mul_ps(_mm256_set1_ps(0.5f), _mm256_mul_ps(t, exp8(_mm256_fnmadd_ps(z, z, p))));
+  const __m256 pos = _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_GE_OQ);
+  const __m256 phi = _mm256_blendv_ps(half_ec, _mm256_sub_ps(_mm256_set1_ps(1.0f), half_ec), pos);
+  return _mm256_mul_ps(x, phi);
+}
+
+inline float hsum8(__m256 v) {
+  __m128 a = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  a = _mm_add_ps(a, _mm_movehl_ps(a, a));
+  a = _mm_add_ss(a, _mm_movehdup_ps(a));
+  return _mm_cvtss_f32(a);
+}
+
+inline float hmax8(__m256 v) {
+  __m128 a = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  a = _mm_max_ps(a, _mm_movehl_ps(a, a));
+  a = _mm_max_ss(a, _mm_movehdup_ps(a));
+  return _mm_cvtss_f32(a);
+}
+
+}  // namespace
+#endif
+
 void exp_inplace(float* x, size_t n) {
-  for (size_t i = 0; i < n; ++i) x[i] = exp_approx(x[i]);
+  size_t i = 0;
+#ifdef CF_SHAPE_AVX2
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, exp8(_mm256_loadu_ps(x + i)));
+#endif
+  for (; i < n; ++i) x[i] = exp_approx(x[i]);
 }
 
 void gelu_inplace(float* x, size_t n) {
-  for (size_t i = 0; i < n; ++i) x[i] = gelu_approx(x[i]);
+  size_t i = 0;
+#ifdef CF_SHAPE_AVX2
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, gelu8(_mm256_loadu_ps(x + i)));
+#endif
+  for (; i < n; ++i) x[i] = gelu_approx(x[i]);
 }
 
 void silu_inplace(float* x, size_t n) {
-  for (size_t i = 0; i < n; ++i) x[i] = x[i] / (1.0f + exp_approx(-x[i]));
+  size_t i = 0;
+#ifdef CF_SHAPE_AVX2
+  const __m256 one = _mm256_set1_ps(1.0f), neg = _mm256_set1_ps(-0.0f);
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    _mm256_storeu_ps(x + i, _mm256_div_ps(v, _mm256_add_ps(one, exp8(_mm256_xor_ps(v, neg)))));
+  }
+#endif
+  for (; i < n; ++i) x[i] = x[i] / (1.0f + exp_approx(-x[i]));
 }
+
+namespace {
+
+float row_sum(const float* x, int n) {
+  int i = 0;
+  float s = 0;
+#ifdef CF_SHAPE_AVX2
+  __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+  for (; i + 16 <= n; i += 16) {
+    a0 = _mm256_add_ps(a0, _mm256_loadu_ps(x + i));
+    a1 = _mm256_add_ps(a1, _mm256_loadu_ps(x + i + 8));
+  }
+  for (; i + 8 <= n; i += 8) a0 = _mm256_add_ps(a0, _mm256_loadu_ps(x + i));
+  s = hsum8(_mm256_add_ps(a0, a1));
+#endif
+  for (; i < n; ++i) s += x[i];
+  return s;
+}
+
+float row_sq_dev(const float* x, int n, float mean) {
+  int i = 0;
+  float s = 0;
+#ifdef CF_SHAPE_AVX2
+  const __m256 m = _mm256_set1_ps(mean);
+  __m256 a0 = _mm256_setzero_ps();
+  for (; i + 8 <= n; i += 8) {
+    const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + i), m);
+    a0 = _mm256_fmadd_ps(d, d, a0);
+  }
+  s = hsum8(a0);
+#endif
+  for (; i < n; ++i) s += (x[i] - mean) * (x[i] - mean);
+  return s;
+}
+
+float row_max(const float* x, int n) {
+  int i = 0;
+  float m = -INFINITY;
+#ifdef CF_SHAPE_AVX2
+  __m256 a = _mm256_set1_ps(-INFINITY);
+  for (; i + 8 <= n; i += 8) a = _mm256_max_ps(a, _mm256_loadu_ps(x + i));
+  m = hmax8(a);
+#endif
+  for (; i < n; ++i) m = std::max(m, x[i]);
+  return m;
+}
+
+// x ← exp(x − mx), returns the sum
+float exp_shift_sum(float* x, int n, float mx) {
+  int i = 0;
+  float s = 0;
+#ifdef CF_SHAPE_AVX2
+  const __m256 m = _mm256_set1_ps(mx);
+  __m256 a = _mm256_setzero_ps();
+  for (; i + 8 <= n; i += 8) {
+    const __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), m));
+    _mm256_storeu_ps(x + i, e);
+    a = _mm256_add_ps(a, e);
+  }
+  s = hsum8(a);
+#endif
+  for (; i < n; ++i) {
+    x[i] = exp_approx(x[i] - mx);
+    s += x[i];
+  }
+  return s;
+}
+
+}  // namespace
 
 void layer_norm_rows(const float* x, size_t M, int D, float eps, const float* w, const float* b, float* y) {
   for (size_t i = 0; i < M; ++i) {
     const float* xi = x + i * D;
     float* yi = y + i * D;
-    float s = 0;
-    for (int d = 0; d < D; ++d) s += xi[d];
-    const float mean = s / float(D);
-    float v = 0;
-    for (int d = 0; d < D; ++d) {
-      const float t = xi[d] - mean;
-      v += t * t;
-    }
-    const float r = 1.0f / std::sqrt(v / float(D) + eps);
-    if (w) {
-      for (int d = 0; d < D; ++d) yi[d] = (xi[d] - mean) * r * w[d] + (b ? b[d] : 0.0f);
+    const float mean = row_sum(xi, D) / float(D);
+    const float r = 1.0f / std::sqrt(row_sq_dev(xi, D, mean) / float(D) + eps);
+    if (w && b) {
+      for (int d = 0; d < D; ++d) yi[d] = (xi[d] - mean) * r * w[d] + b[d];
+    } else if (w) {
+      for (int d = 0; d < D; ++d) yi[d] = (xi[d] - mean) * r * w[d];
     } else {
       for (int d = 0; d < D; ++d) yi[d] = (xi[d] - mean) * r;
     }
@@ -162,13 +304,7 @@ void attention_gemm(const float* q, int q_stride, int Tq, const float* k, int k_
 #pragma omp parallel for if (parallel_rows && size_t(Tq) * Tk > 32768) schedule(static)
     for (int i = 0; i < Tq; ++i) {
       float* s = scratch + size_t(i) * Tk;
-      float mx = s[0];
-      for (int j = 1; j < Tk; ++j) mx = std::max(mx, s[j]);
-      for (int j = 0; j < Tk; ++j) s[j] -= mx;
-      exp_inplace(s, Tk);
-      float sum = 0;
-      for (int j = 0; j < Tk; ++j) sum += s[j];
-      inv[i] = 1.0f / sum;
+      inv[i] = 1.0f / exp_shift_sum(s, Tk, row_max(s, Tk));
     }
     float* o = out + h * hd;
     gemm_nn(Tq, hd, Tk, 1.0f, scratch, Tk, v + h * hd, v_stride, 0.0f, o, out_stride);
