@@ -10,6 +10,7 @@
 
 #include "command.h"
 #include "cubeforge/cube3d.h"
+#include "cubeforge/safetensors.h"
 #include "cubeforge/test_model.h"
 #include "model_location.h"
 
@@ -23,11 +24,12 @@ double pct(std::vector<double> v, double p) {
 
 int run(int argc, char** argv) {
   CLI::App app{"CPU benchmark of prompt → tokens", argv[0]};
-  std::string model_dir, preset, tokenizer, prompt = "a wooden chair with a high back";
+  std::string model_dir, preset, tokenizer, golden, prompt = "a wooden chair with a high back";
   int runs = 3, threads = 0;
   bool json = false;
   app.add_option("--model", model_dir, "model directory");
   app.add_option("--preset", preset, "random-weight preset instead of a model: tiny | small | mid | v0.1 | v0.5");
+  app.add_option("--golden", golden, "golden case DIR/NAME (pre-tokenized inputs of the case, no tokenizer needed)");
   app.add_option("--tokenizer", tokenizer, "CLIP vocab.json/merges.txt directory (for --preset)");
   app.add_option("--prompt", prompt, "prompt");
   app.add_option("--runs", runs, "timed runs after one warm-up");
@@ -42,12 +44,33 @@ int run(int argc, char** argv) {
     cubeforge::write_random_model(tmp.string(), cubeforge::test_model_preset(preset), tokenizer, 7);
     model_dir = tmp.string();
   }
-  auto model = cubeforge::Cube3D::load(cubeforge::resolve_model_files(model_dir, "", argv[0]));
+  cubeforge::ModelFiles files;
+  std::vector<float> golden_cond;
+  if (!golden.empty()) {  // DIR/NAME of a ../shared/golden/cube3d case
+    files.config = golden + "_config.json";
+    files.gpt = golden + "_gpt.safetensors";
+    files.shape = golden + "_shape.safetensors";
+    files.clip_weights = golden + "_clip.safetensors";
+    model_dir = golden;
+  } else {
+    files = cubeforge::resolve_model_files(model_dir, "", argv[0]);
+  }
+  auto model = cubeforge::Cube3D::load(files);
+  if (!golden.empty()) {
+    auto io = cubeforge::SafeTensors::open(golden + "_io.safetensors");
+    golden_cond = io.to_f32("cond");
+  }
   cubeforge::GenerationRequest req;
   req.prompt = prompt;
   std::vector<double> text, prefill, tpot_mean, tpot_all, gpt;
   for (int r = 0; r <= runs; ++r) {
-    auto res = model->generate_tokens(req);
+    cubeforge::TokenResult res;
+    if (golden.empty()) {
+      res = model->generate_tokens(req);
+    } else {
+      res.tokens = model->run_gpt(golden_cond, 2, 3.0f, std::nullopt, 0, cubeforge::AttentionMode::Reference, nullptr,
+                                  nullptr, {}, nullptr, &res.stats);
+    }
     if (r == 0) continue;  // warm-up: thread pools, page faults, uncond CLIP cache
     const auto& s = res.stats;
     text.push_back(s.text_ms);

@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -12,6 +13,20 @@
 extern "C" void openblas_set_num_threads(int);
 
 namespace cubeforge::cpu {
+
+namespace {
+// OpenBLAS threading pays only for large products: waking its threads costs tens of microseconds (far more on a
+// loaded machine), so small GEMMs/GEMVs run on one thread. The switch is global; the CPU path runs one
+// inference at a time per process, and the switch is only flipped when the size class changes.
+std::atomic<int> g_blas_threads{0};  // configured count (0: not set yet → all cores)
+std::atomic<int> g_blas_current{-1};
+void blas_threads_for(double flops) {
+  int conf = g_blas_threads.load(std::memory_order_relaxed);
+  if (conf <= 0) conf = omp_get_num_procs();
+  const int want = flops < 4.0e6 ? 1 : conf;
+  if (g_blas_current.exchange(want, std::memory_order_relaxed) != want) openblas_set_num_threads(want);
+}
+}  // namespace
 
 void linear(const float* x, int M, int K, const float* W, const float* b, int N, float* y, bool accumulate) {
   if (M <= 0 || N <= 0) return;
@@ -28,6 +43,7 @@ void linear(const float* x, int M, int K, const float* W, const float* b, int N,
     }
     beta = 1.0f;
   }
+  blas_threads_for(2.0 * M * N * K);
   if (M == 1) {
     cblas_sgemv(CblasRowMajor, CblasNoTrans, N, K, 1.0f, W, K, x, 1, beta, y, 1);
   } else {
@@ -146,7 +162,8 @@ void rope_row(float* x, int n_heads, int hd, int pos, const float* inv_freq) {
 void set_num_threads(int n) {
   if (n <= 0) n = omp_get_num_procs();
   omp_set_num_threads(n);
-  openblas_set_num_threads(n);
+  g_blas_threads.store(n);
+  g_blas_current.store(-1);
 }
 
 }  // namespace cubeforge::cpu
