@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # GPU-machine run for the CUDA shape stage (issue 8), one call: checks against the CPU fp32 path (small and v0.1
 # random weights), then the benches (v0.1 and v0.5, rb 7/8/9, two runs each). Logs go to $OUT; a short summary is
-# printed last. Uses the binary carried in .devcarry/cuda-shape (tools/device/build_cuda_shape.sh, run here first);
-# builds it there when it does not run. Usage (device tool, repo root, carry .devcarry/cuda-shape):
+# printed last. Uses the binary carried in .devcarry/cuda-shape (tools/device/build_cuda_shape.sh here, or a link of
+# a cmake build's objects with static OpenBLAS/libgomp: see docs/cuda-shape.md); builds it there when it does not run. Usage (device tool, repo root, carry .devcarry/cuda-shape):
 #   bash tools/device/run_shape_bench.sh [STAGES]   STAGES: comma list of check,bench01,bench05 (default all)
 set -uo pipefail
 OUT=${OUT:-/tmp/cuda-shape-out}
