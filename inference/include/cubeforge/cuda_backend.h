@@ -2,6 +2,7 @@
 // cubeforge_cuda, CUBEFORGE_HAVE_CUDA=1). enable_best_backend() is the one call front ends make: it picks CUDA
 // when a usable GPU is present and otherwise keeps the CPU path, returning a line that says which and why.
 #pragma once
+#include <cstdlib>
 #include <memory>
 #include <string>
 
@@ -14,12 +15,18 @@ namespace cubeforge {
 std::unique_ptr<TokenBackend> make_cuda_token_backend(const Cube3D& model, std::string* why);
 #endif
 
-// preference: "auto" (CUDA if usable), "cpu", "cuda" (an error if CUDA is not usable). Returns e.g.
-// "cuda (NVIDIA H200)" or "cpu (no CUDA in this build)".
+// preference: "auto", "cpu", "cuda" (an error if CUDA is not usable). Returns e.g. "cuda (NVIDIA H200)" or
+// "cpu (no CUDA in this build)". "auto" stays on the CPU reference path until the CUDA engine passes its
+// teacher-forced logit check against the fp32 path on the GPU machine (docs/cuda-gpt.md): it was measured at
+// 8.7e-2 relative error before a loader fix that has not been re-run yet. Set CUBEFORGE_AUTO_CUDA=1 to opt in.
 inline std::string enable_best_backend(Cube3D& model, const std::string& preference = "auto") {
   if (preference == "cpu") {
     model.set_token_backend(nullptr);
     return "cpu";
+  }
+  if (preference == "auto" && !std::getenv("CUBEFORGE_AUTO_CUDA")) {
+    model.set_token_backend(nullptr);
+    return "cpu (CUDA token loop not yet validated; --backend cuda or CUBEFORGE_AUTO_CUDA=1 to use it)";
   }
   std::string why = "no CUDA in this build";
 #ifdef CUBEFORGE_HAVE_CUDA
