@@ -9,12 +9,18 @@
 //   ai.generate {form keys, place}  validate + queue one job (place: override auto-place)
 //   ai.cancel                       cancel the running and queued jobs
 //   ai.pick {x, y} | {point:[x,y,z]}  choose the landing spot (viewport pixel ray hit, or a world point)
+//   ai.arm_pick {history_id?, off?}  the next viewport click chooses the spot (or places that history entry)
 //   ai.load_model {dir} | {default:true}
 //   ai.history                      [{id, prompt, seed, faces, ...}]
 //   ai.history_action {id|index, action: place|regenerate|variation|export|delete, path?, point?}
 //   ai.latency_export {csv?, json?} write the whole latency log
-//   ai.run_prompts {prompts:[...], csv?, json?, place?, form keys}  batch run; report written when all ended
+//   ai.run_prompts {prompts:[...], csv?, json?, place?, priority?, form keys}  batch run; report written when all
+//                                   ended. priority "normal" (default: inference at normal CPU priority, for
+//                                   generation-speed figures) or "low" (as interactive jobs: the UI wins the CPU)
 //   ai.messages                     the panel's current messages
+//   ai.check {path, equals} | {path, op, value} | {all: [...]}  true/false on the status (JSON pointer), for
+//                                   the script mode's wait_for: {"condition": "plugin_command", "equals": true}
+//   ai.get {path}                   one value of the status
 #include "controller/controller.h"
 
 #include <cubeforge/error.h>
@@ -89,6 +95,8 @@ std::string Controller::status_json() const {
   json msgs = json::array();
   for (const auto& m : messages_) msgs.push_back({{"level", level_name(m.level)}, {"text", m.text}});
   j["messages"] = msgs;
+  j["form"] = to_json(form_);
+  if (ui_status_) j["ui"] = ui_status_();
   return j.dump();
 }
 
@@ -105,6 +113,42 @@ void Controller::register_commands() {
   };
 
   host_.add_command("ai.status", [this](const std::string&) { return status_json(); });
+
+  host_.add_command("ai.get", [this](const std::string& a) {
+    json args = parse_args(a);
+    const json st = json::parse(status_json());
+    const json::json_pointer ptr(args.value("path", std::string()));
+    if (!st.contains(ptr)) return json(nullptr).dump();
+    return st.at(ptr).dump();
+  });
+
+  host_.add_command("ai.check", [this](const std::string& a) {
+    json args = parse_args(a);
+    const json st = json::parse(status_json());
+    auto one = [&](const json& c) -> bool {
+      const json::json_pointer ptr(c.at("path").get<std::string>());
+      const json v = st.contains(ptr) ? st.at(ptr) : json(nullptr);
+      if (c.contains("equals")) return v == c["equals"];
+      const std::string op = c.value("op", std::string("=="));
+      const json& want = c.at("value");
+      if (!v.is_number() || !want.is_number()) return op == "==" ? v == want : op == "!=" ? v != want : false;
+      const double x = v.get<double>(), y = want.get<double>();
+      if (op == "<") return x < y;
+      if (op == "<=") return x <= y;
+      if (op == ">") return x > y;
+      if (op == ">=") return x >= y;
+      if (op == "!=") return x != y;
+      if (op == "==") return x == y;
+      throw Error("unknown op '" + op + "' (<, <=, >, >=, ==, !=)");
+    };
+    bool ok = true;
+    if (args.contains("all")) {
+      for (const auto& c : args["all"]) ok = ok && one(c);
+    } else {
+      ok = one(args);
+    }
+    return json(ok).dump();
+  });
 
   host_.add_command("ai.messages", [this](const std::string&) {
     json msgs = json::array();
@@ -154,6 +198,15 @@ void Controller::register_commands() {
     if (!args.contains("x") || !args.contains("y")) throw Error("ai.pick needs {x, y} (viewport pixels) or {point: [x, y, z]}");
     const bool hit = pick_at(args["x"].get<float>(), args["y"].get<float>());
     return json{{"ok", hit}, {"hit", hit}, {"spot", vec3(spot_)}, {"entity", spot_entity_}}.dump();
+  });
+
+  host_.add_command("ai.arm_pick", [this](const std::string& a) {
+    json args = parse_args(a);
+    if (args.value("off", false))
+      disarm_pick();
+    else
+      arm_pick(args.value("history_id", std::string()));
+    return json{{"ok", true}, {"picking", picking_}}.dump();
   });
 
   host_.add_command("ai.load_model", [this](const std::string& a) {
@@ -226,10 +279,13 @@ void Controller::register_commands() {
     std::vector<std::string> prompts = args["prompts"].get<std::vector<std::string>>();
     const std::string csv = args.value("csv", ""), js = args.value("json", "");
     const bool place = args.value("place", false);
-    for (const char* k : {"prompts", "csv", "json", "place"}) args.erase(k);
+    const std::string prio = args.value("priority", std::string("normal"));
+    if (prio != "normal" && prio != "low") throw Error("priority must be 'normal' or 'low'");
+    for (const char* k : {"prompts", "csv", "json", "place", "priority"}) args.erase(k);
     apply_json(form_, args);
     const bool ok = run_batch(prompts, csv.empty() && js.empty() ? default_report_path(".csv") : csv,
-                              csv.empty() && js.empty() ? default_report_path(".json") : js, place);
+                              csv.empty() && js.empty() ? default_report_path(".json") : js, place,
+                              prio == "normal" ? std::optional<int>(0) : std::nullopt);
     json ids = json::array();
     if (ok)
       for (JobId id : batch_->jobs) ids.push_back(id);

@@ -163,7 +163,9 @@ void Controller::frame() {
     recent_frames_.push_back(dt);
     while (recent_frames_.size() > 120) recent_frames_.pop_front();
     for (auto& [id, v] : jobs_)
-      if (v.state != JobState::Queued) v.frame_ms.push_back(dt);
+      if (v.state != JobState::Queued) {
+        v.frame_ms.push_back(dt);
+      }
   }
   last_frame_at_ = t;
 
@@ -590,7 +592,7 @@ std::string Controller::default_report_path(const std::string& ext) const {
 }
 
 bool Controller::run_batch(const std::vector<std::string>& prompts, const std::string& csv, const std::string& json_path,
-                           bool place) {
+                           bool place, std::optional<int> nice) {
   messages_.clear();
   if (prompts.empty()) {
     message(MsgLevel::Error, "The batch has no prompts.");
@@ -617,7 +619,9 @@ bool Controller::run_batch(const std::vector<std::string>& prompts, const std::s
   for (const auto& p : prompts) {
     FormSettings f = form_;
     f.prompt = p;
-    b.jobs.push_back(submit(make_spec(f, dir, model_takes_bbox()), place, "batch"));
+    JobSpec spec = make_spec(f, dir, model_takes_bbox());
+    spec.nice = nice;
+    b.jobs.push_back(submit(std::move(spec), place, "batch"));
   }
   batch_ = std::move(b);
   message(MsgLevel::Info, "Running a batch of " + std::to_string(prompts.size()) + " prompts...");

@@ -16,6 +16,7 @@
 #include <cubeforge/editor/plugin_api.h>
 
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -148,12 +149,17 @@ class Controller {
 
   // ---- batch (tester regression run) ----
   // Queues one job per prompt with the current form; when all have ended, writes the CSV/JSON report.
-  bool run_batch(const std::vector<std::string>& prompts, const std::string& csv, const std::string& json, bool place);
+  // nice: CPU priority of the inference for these jobs (0 = normal: measures generation speed; default: the
+  // interactive priority, which favours the UI).
+  bool run_batch(const std::vector<std::string>& prompts, const std::string& csv, const std::string& json, bool place,
+                 std::optional<int> nice = std::nullopt);
   const std::optional<Batch>& batch() const { return batch_; }
 
   // ---- script commands (commands.cpp) ----
   void register_commands();
   std::string status_json() const;
+  // Extra "ui" object in the status (the panel's automation state).
+  void set_ui_status(std::function<nlohmann::json()> fn) { ui_status_ = std::move(fn); }
 
   editor::Host& host() { return host_; }
   const std::string& data_dir() const { return data_dir_; }
@@ -201,6 +207,7 @@ class Controller {
   PromptCheck cached_check_;
   bool check_valid_ = false;
 
+  std::function<nlohmann::json()> ui_status_;
   std::mt19937_64 rng_;
   bool shut_ = false;
 };

@@ -221,11 +221,19 @@ void Worker::fault(const char* point, JobId job) {
   if (opt_.fault) opt_.fault(point, job);
 }
 
+void Worker::apply_nice(int nice) {
+  // Per-thread nice on Linux, for this thread and every thread of its OpenMP team (the team that runs the
+  // inference's parallel loops). Lowering the priority needs no privileges; raising it back may fail (harmless).
+  auto set = [nice] { (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), nice); };
+  set();
+#pragma omp parallel
+  set();
+  current_nice_ = nice;
+}
+
 void Worker::run() {
-  if (opt_.lower_priority) {
-    // Per-thread nice on Linux; OpenMP threads this thread creates inherit it. Failure is harmless.
-    (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 5);
-  }
+  set_cpu_threads(opt_.cpu_threads);
+  apply_nice(opt_.nice);
   for (;;) {
     Item it;
     {
@@ -335,6 +343,7 @@ void Worker::run_job(const Item& it) {
   };
   JobProgress prog;
   prog.job = id;
+  if (spec->nice.value_or(opt_.nice) != current_nice_) apply_nice(spec->nice.value_or(opt_.nice));
   try {
     post_event(event(JobState::Loading));
     fault("start", id);

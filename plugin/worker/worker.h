@@ -47,7 +47,10 @@ struct Mail {
 struct WorkerOptions {
   std::function<void()> wake;            // any thread: ask the UI for a frame soon (Host::request_redraw)
   double wake_interval_ms = 15;          // progress/preview wakes are throttled to this; state changes always wake
-  bool lower_priority = true;            // nice(+5) the worker thread so the UI thread wins the CPU
+  // Linux nice value of the worker thread and its OpenMP team while a job runs (per job: JobSpec::nice). Positive
+  // values let the UI thread win the CPU (interactive use); batch runs use 0 to measure generation speed.
+  int nice = 10;
+  int cpu_threads = 0;                   // OpenMP/OpenBLAS threads for inference; 0 = every core
   // Called on the worker thread with the final result before Done is posted (e.g. write it to the history and
   // render its thumbnail off the UI thread). Exceptions are caught and stored in JobOutput::save_error.
   std::function<void(const JobSpec& spec, JobOutput& out)> finish;
@@ -102,6 +105,7 @@ class Worker {
   void set_model_status(const ModelStatus& st, bool force_wake);
   void fault(const char* point, JobId job);
   void maybe_wake(bool force);
+  void apply_nice(int nice);  // worker thread
 
   std::shared_ptr<ModelBackend> backend_;
   WorkerOptions opt_;
@@ -121,6 +125,7 @@ class Worker {
   // Worker-thread only.
   std::unique_ptr<LoadedModel> model_;
   std::string model_dir_;
+  int current_nice_ = 0;
 
   std::thread thread_;
 };
