@@ -47,6 +47,10 @@ def reference_set(seed, n_per_family, device, res=64, families=None, n_surface=2
                 attrs=out["attrs"], bbox=torch.cat(out["bbox"]), surf=torch.cat(out["surf"]))
 
 
+def _dec_kw(device):
+    return dict(batch=4, chunk=16384) if str(device) == "cpu" else {}
+
+
 def iou_matrix(a, b, chunk=256):
     """a [P,V] bool, b [R,V] bool -> IoU [P,R]."""
     bf = b.float()
@@ -102,7 +106,7 @@ def vae_recon_iou(vae, refs, res, device, batch=32):
     ious = []
     for s in range(0, refs["surf"].shape[0], batch):
         _, ids, _ = vae.encode(refs["surf"][s:s + batch].float().to(device))
-        g = I.decode_occupancy(vae, ids, res=res, device=device)
+        g = I.decode_occupancy(vae, ids, res=res, device=device, **_dec_kw(device))
         gt = refs["grid"][s:s + batch].to(device)
         inter = (g & gt).float().sum(1)
         uni = (g | gt).float().sum(1)
@@ -155,7 +159,7 @@ def run_eval(gpt, vae, clip, tok, device, seed=4242, refs_per_family=24, res=64,
         chunk = allp[s:s + gen_batch]
         toks = I.generate(gpt, clip, vae, tok, [p["text"] for p in chunk], [p.get("bbox") for p in chunk],
                           guidance=3.0, mode="reference", device=device)
-        grids.append(I.decode_occupancy(vae, toks, res=res, device=device))
+        grids.append(I.decode_occupancy(vae, toks, res=res, device=device, **_dec_kw(device)))
     grids = torch.cat(grids, 0)
     log(f"eval: generated {len(allp)} prompts in {time.time() - t0:.1f}s")
     iou = iou_matrix(grids, refs["grid"].to(device))                  # [P, R]
@@ -213,7 +217,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "assets", "default-model"))
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    ap.add_argument("--tiny", action="store_true", help="small CPU subset (CI): 6 families, 32^3 grid")
+    ap.add_argument("--tiny", action="store_true", help="small CPU subset (CI): 6 families, 24^3 grid")
     ap.add_argument("--out", default=None)
     ap.add_argument("--min-family-acc", type=float, default=None)
     a = ap.parse_args()
@@ -225,7 +229,7 @@ def main():
     if a.tiny:
         fams = [S.FAMILY_INDEX[n] for n in ("chair", "table", "mushroom", "car", "sword", "torus")]
         torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
-        rep, _, _ = run_eval(gpt, vae, clip, tok, a.device, refs_per_family=4, res=32, per_combo=1, extra_plain=0,
+        rep, _, _ = run_eval(gpt, vae, clip, tok, a.device, refs_per_family=3, res=24, per_combo=1, extra_plain=0,
                              families=fams, bbox_prompts_per_family=0, climb_steps=2,
                              ref_kw=dict(n_cand=1024, G2=40, n_surface=2048))
         # CI subset: one prompt per family

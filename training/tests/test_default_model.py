@@ -1,5 +1,5 @@
 """CI subset of the evaluation on the shipped default model (CPU): 6 families, one held-out prompt per attribute
-combination, 32^3 grids. Skipped when assets/default-model holds no trained model."""
+combination, 24^3 grids. Skipped when assets/default-model holds no trained model."""
 import json
 import os
 import subprocess
