@@ -49,6 +49,7 @@ std::string Controller::status_json() const {
                 {"stage", model_.stage},            {"error", model_.error}};
   if (model_.info) {
     model["backend"] = model_.info->backend;
+    model["backend_note"] = model_.info->backend_note;
     model["tokens"] = model_.info->num_tokens;
     model["bbox"] = model_.info->use_bbox;
     model["known_words"] = model_.info->known_words.size();

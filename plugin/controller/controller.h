@@ -126,6 +126,13 @@ class Controller {
   const std::string& picking_history() const { return pick_history_; }
   editor::ViewportReply on_viewport(const editor::ViewportEvent& ev);
   void draw_overlay(editor::OverlayDraw& d);
+  // Box gizmo for the requested size: three handles (+x, +y top, +z) on the wire box at the spot, dragged in the
+  // viewport (aspect lock scales all sides). Active when the model takes a bbox, "Size" is on and nothing runs.
+  bool bbox_gizmo_active() const;
+  int bbox_handle_hovered() const { return gizmo_hover_; }
+  // World position of handle i (0 x, 1 y, 2 z) and its screen position with the last overlay camera.
+  Vec3 bbox_handle(int i) const;
+  std::optional<std::array<float, 2>> project(const Vec3& p) const;
   // Adds the mesh at the spot as one undo step; returns the entity (kNoEntity on failure, message shown).
   editor::EntityId place(std::shared_ptr<const Mesh> mesh, const std::string& prompt, const Vec3& spot,
                          const std::string& step_prefix = "Generate: ");
@@ -194,6 +201,12 @@ class Controller {
   std::string pick_history_;
   std::optional<Vec3> hover_;
   std::array<float, 2> viewport_size_{0.f, 0.f};
+  std::array<float, 16> view_proj_{};
+  bool have_camera_ = false;
+  int gizmo_hover_ = -1, gizmo_drag_ = -1;
+  std::array<float, 2> gizmo_from_{0.f, 0.f}, gizmo_dir_{0.f, 0.f};
+  std::array<float, 3> gizmo_start_{1.f, 1.f, 1.f};
+  int hit_handle(float x, float y) const;
 
   std::unique_ptr<HistoryStore> history_;
   std::unique_ptr<LatencyLog> latency_;

@@ -106,6 +106,7 @@ void Panel::model_section() {
       ImGui::SameLine();
       ImGui::TextWrapped("%s - %s, %d tokens%s", i ? i->name.c_str() : "?", i ? i->backend.c_str() : "?",
                          i ? i->num_tokens : 0, i && i->use_bbox ? ", bounding box" : "");
+      if (i && !i->backend_note.empty()) help_marker(i->backend_note.c_str());
       break;
     }
     case ModelStatus::State::Loading: {

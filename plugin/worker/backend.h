@@ -23,7 +23,8 @@ namespace cubeforge::ai {
 struct ModelInfo {
   std::string dir;
   std::string name;                  // directory name, or "default model"
-  std::string backend = "CPU";       // shown in the panel ("CPU (fp32, 8 threads)")
+  std::string backend = "CPU";       // shown in the panel ("CPU (fp32, 8 threads)", "cuda (NVIDIA H200)")
+  std::string backend_note;          // why this backend (e.g. "no CUDA in this build")
   int num_tokens = 0;                // shape tokens per generation
   bool use_bbox = false;             // v0.5 layout: takes a bounding box
   std::vector<std::string> known_words;  // sorted; empty when the model ships no vocabulary list

@@ -3,6 +3,7 @@
 #include "worker/cube3d_backend.h"
 
 #include <cubeforge/clip_tokenizer.h>
+#include <cubeforge/cuda_backend.h>
 #include <cubeforge/error.h>
 
 #include <omp.h>
@@ -71,7 +72,22 @@ class Cube3DBackend : public ModelBackend {
     info->dir = dir;
     info->name = fs::path(dir).filename().string();
     if (info->name.empty()) info->name = fs::path(dir).parent_path().filename().string();
-    info->backend = "CPU (fp32, " + std::to_string(omp_get_max_threads()) + " threads)";
+    // The best token-loop backend the build and the machine offer ($CUBEFORGE_BACKEND: auto, cpu, cuda). A GPU that
+    // fails mid-generation (e.g. out of memory) falls back to the CPU inside the library; the job's stats say so.
+    const char* pref = std::getenv("CUBEFORGE_BACKEND");
+    std::string line;
+    try {
+      line = enable_best_backend(*model, pref && *pref ? pref : "auto");
+    } catch (const std::exception& e) {
+      line = std::string("cpu (") + e.what() + ")";
+    }
+    if (line.rfind("cpu", 0) == 0) {
+      info->backend = "CPU (fp32, " + std::to_string(omp_get_max_threads()) + " threads)";
+      const auto open = line.find('(');
+      if (open != std::string::npos && line.size() > open + 1) info->backend_note = line.substr(open + 1, line.size() - open - 2);
+    } else {
+      info->backend = line;
+    }
     info->num_tokens = model->config().num_tokens();
     info->use_bbox = model->config().gpt.use_bbox;
     info->known_set = model->known_words();

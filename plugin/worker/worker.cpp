@@ -366,6 +366,7 @@ void Worker::run_job(const Item& it) {
     run_spec.mesh.base_pivot = true;
     double first_token_at = -1;
     auto on_token = [&](const TokenEvent& e) {
+      if (e.index == 0) partial->token_ms.clear();  // (a GPU failure restarts the loop on the CPU)
       partial->token_ms.push_back(e.elapsed_ms);
       if (partial->token_ms.size() == 1) partial->ttft_ms = e.elapsed_ms;
       fault("token", id);

@@ -77,8 +77,9 @@ class CollectOverlay : public editor::OverlayDraw {
   }
   void line(Vec3, Vec3, editor::Vec4) override { ++lines; }
   void box(Vec3, Vec3, const editor::Transform&, editor::Vec4) override { ++boxes; }
-  std::array<float, 16> view_projection() const override { return {}; }
+  std::array<float, 16> view_projection() const override { return vp; }
   std::array<float, 2> viewport_size() const override { return {800.f, 600.f}; }
+  std::array<float, 16> vp{};
 };
 
 }  // namespace
@@ -394,4 +395,45 @@ TEST(AiHost, CheckAndGetCommandsForScripts) {
   EXPECT_EQ(ed.cmd("ai.get", {{"path", "/model/tokens"}}), 64);
   EXPECT_THROW(ed.cmd("ai.check", {{"path", "/history"}, {"op", "~"}, {"value", 1}}), Error);
   EXPECT_THROW(ed.host.run_command("ai.generate", "not json"), Error);
+}
+
+TEST(AiHost, BoxGizmoResizesTheRequestedSize) {
+  FakeSetup s("gizmo", [](FakeScript& f) { f.use_bbox = true; });
+  Editor& ed = *s.ed;
+  ed.cmd("ai.set", {{"use_bbox", true}, {"bbox", {1.0, 2.0, 1.0}}, {"aspect_lock", false}});
+  ed.cmd("ai.pick", {{"point", {0.0, 0.0, 0.0}}});
+  // Orthographic camera looking down -z: screen x = (x / 10 + 0.5) * 800, y = (0.5 - y / 10) * 600.
+  CollectOverlay ov;
+  ov.vp[0] = 0.2f;
+  ov.vp[5] = 0.2f;
+  ov.vp[15] = 1.f;
+  ed.host.draw_overlays(ov);
+  EXPECT_GE(ov.boxes, 4);  // the size box + three handles
+  auto ev = [](editor::ViewportEvent::Type t, float x, float y) {
+    editor::ViewportEvent e;
+    e.type = t;
+    e.x = x;
+    e.y = y;
+    return e;
+  };
+  using T = editor::ViewportEvent::Type;
+  // The +x handle sits at (0.5, 1, 0) -> pixel (440, 240); drag it 40 px right = 0.5 world units = +1 width.
+  EXPECT_TRUE(ed.host.dispatch_input(ev(T::Press, 441, 241)));
+  EXPECT_TRUE(ed.host.dispatch_input(ev(T::Move, 481, 241)));
+  EXPECT_TRUE(ed.host.dispatch_input(ev(T::Release, 481, 241)));
+  json b = ed.status()["form"]["bbox"];
+  EXPECT_NEAR(b[0].get<double>(), 2.0, 1e-4);
+  EXPECT_NEAR(b[1].get<double>(), 2.0, 1e-4);
+  // The top handle at (0, 2, 0) -> pixel (400, 180), with aspect lock: everything scales.
+  ed.cmd("ai.set", {{"aspect_lock", true}});
+  ed.host.draw_overlays(ov);
+  EXPECT_TRUE(ed.host.dispatch_input(ev(T::Press, 400, 180)));
+  EXPECT_TRUE(ed.host.dispatch_input(ev(T::Move, 400, 120)));  // up 60 px = +1 height
+  EXPECT_TRUE(ed.host.dispatch_input(ev(T::Release, 400, 120)));
+  b = ed.status()["form"]["bbox"];
+  EXPECT_NEAR(b[1].get<double>(), 3.0, 1e-4);
+  EXPECT_NEAR(b[0].get<double>(), 3.0, 1e-4);
+  EXPECT_NEAR(b[2].get<double>(), 1.5, 1e-4);
+  // Away from the handles the editor keeps its clicks.
+  EXPECT_FALSE(ed.host.dispatch_input(ev(T::Press, 100, 100)));
 }

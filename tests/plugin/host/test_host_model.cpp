@@ -29,6 +29,8 @@ std::string test_model(const std::string& preset, std::string* why) {
   if (auto it = made.find(preset); it != made.end()) return it->second;
   const char* bin = std::getenv("CUBEFORGE_BIN_DIR");
   const char* shared = std::getenv("CUBEFORGE_SHARED_DIR");
+  if (!bin || !*bin) bin = CF_AI_TEST_BIN_DIR;
+  if (!shared || !*shared) shared = CF_AI_TEST_SHARED_DIR;
   const fs::path gen = fs::path(bin ? bin : "") / "cubeforge-gen";
   const fs::path tok = fs::path(shared ? shared : "") / "data" / "clip-tokenizer";
   if (!bin || !fs::exists(gen)) {
