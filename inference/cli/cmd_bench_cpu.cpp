@@ -47,10 +47,7 @@ int run(int argc, char** argv) {
   cubeforge::ModelFiles files;
   std::vector<float> golden_cond;
   if (!golden.empty()) {  // DIR/NAME of a ../shared/golden/cube3d case
-    files.config = golden + "_config.json";
-    files.gpt = golden + "_gpt.safetensors";
-    files.shape = golden + "_shape.safetensors";
-    files.clip_weights = golden + "_clip.safetensors";
+    files = cubeforge::ModelFiles::from_golden_case(golden);
     model_dir = golden;
   } else {
     files = cubeforge::resolve_model_files(model_dir, "", argv[0]);

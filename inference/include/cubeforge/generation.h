@@ -35,6 +35,9 @@ struct ModelFiles {
   std::string known_words;      // optional: words of the training captions (default model), one per line
 
   static ModelFiles from_directory(const std::string& dir, const std::string& clip_dir_override = "");
+  // A golden case of ../shared/golden/cube3d: prefix = DIR/NAME (NAME_config.json, NAME_{gpt,shape,clip}.safetensors).
+  // Such a model has no tokenizer: it runs pre-tokenized inputs and tokens → mesh.
+  static ModelFiles from_golden_case(const std::string& prefix);
 };
 
 struct GenerationRequest {

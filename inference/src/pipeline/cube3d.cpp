@@ -55,6 +55,17 @@ ModelFiles ModelFiles::from_directory(const std::string& dir, const std::string&
   return f;
 }
 
+ModelFiles ModelFiles::from_golden_case(const std::string& prefix) {
+  ModelFiles f;
+  f.config = prefix + "_config.json";
+  f.gpt = prefix + "_gpt.safetensors";
+  f.shape = prefix + "_shape.safetensors";
+  f.clip_weights = prefix + "_clip.safetensors";
+  for (const auto& p : {f.config, f.gpt, f.shape, f.clip_weights})
+    if (!fs::exists(p)) throw Error("golden case '" + prefix + "': missing " + fs::path(p).filename().string());
+  return f;
+}
+
 void validate_request(const GenerationRequest& r, const ModelConfig& cfg) {
   if (!std::isfinite(r.guidance) || r.guidance < 0) throw Error("guidance must be a finite number ≥ 0");
   if (r.top_p && !(*r.top_p > 0.0f && *r.top_p <= 1.0f)) throw Error("top_p must be in (0, 1]");

@@ -72,12 +72,7 @@ GoldenReport run_golden(const std::string& dir, const std::string& name) {
   auto p = [&](const std::string& suffix) { return base.string() + suffix; };
   for (const char* s : {"_config.json", "_gpt.safetensors", "_shape.safetensors", "_clip.safetensors", "_io.safetensors"})
     if (!fs::exists(p(s))) throw Error("golden case '" + name + "' in '" + dir + "': missing " + name + s);
-  ModelFiles files;
-  files.config = p("_config.json");
-  files.gpt = p("_gpt.safetensors");
-  files.shape = p("_shape.safetensors");
-  files.clip_weights = p("_clip.safetensors");
-  auto model = Cube3D::load(files);
+  auto model = Cube3D::load(ModelFiles::from_golden_case(base.string()));
   const auto& cfg = model->config();
   auto io = SafeTensors::open(p("_io.safetensors"));
   GoldenReport r;
