@@ -65,6 +65,9 @@ Mesh Cube3D::tokens_to_mesh(const std::vector<int>& tokens, const MeshOptions& o
   if (!mesh.empty()) {
     CleanupOptions co;
     co.min_component_ratio = opt.remove_small_components ? 0.15f : 0.0f;
+    // Weld vertices closer than 1e-5 (marching cubes puts two vertices almost on a grid node when a value is
+    // ~0 there): exchange formats that print ~7 digits (ASCII FBX) would otherwise collapse them on re-import.
+    co.merge_epsilon = 1e-5f;
     co.pivot = opt.base_pivot ? Pivot::BaseCentre : Pivot::None;
     cleanup_mesh(mesh, co);
   }
@@ -78,7 +81,9 @@ Mesh Cube3D::preview_mesh(const std::vector<int>& prefix, int rb, const CancelTo
   GridValues grid = occ->grid_dense(rb, cancel);
   Mesh mesh = grid_to_mesh(grid);
   if (!mesh.empty()) {
-    cleanup_mesh(mesh, CleanupOptions{});
+    CleanupOptions co;
+    co.merge_epsilon = 1e-5f;
+    cleanup_mesh(mesh, co);
   }
   return mesh;
 }
