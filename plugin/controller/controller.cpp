@@ -135,9 +135,9 @@ std::string Controller::unknown_words_message(const PromptCheck& pc) const {
   if (model_.info && !model_.info->known_words.empty()) {
     s += form_.use_default_model ? "; the default model knows these objects: " : "; this model knows these objects: ";
     const auto& kw = model_.info->known_words;
-    const std::size_t n = std::min<std::size_t>(kw.size(), 60);
+    const std::size_t n = std::min<std::size_t>(kw.size(), 12);
     for (std::size_t i = 0; i < n; ++i) s += (i ? ", " : "") + kw[i];
-    if (kw.size() > n) s += ", ... (" + std::to_string(kw.size()) + " in all)";
+    if (kw.size() > n) s += ", ... (" + std::to_string(kw.size()) + " in all: see the list under the prompt)";
   }
   return s;
 }
@@ -226,9 +226,9 @@ void Controller::finish_job(const JobEvent& ev, JobView& v) {
   if (ev.state == JobState::Done && ev.output) {
     const JobOutput& out = *ev.output;
     const GenerationStats& st = out.stats;
-    if (st.prompt_truncated)
+    if (st.prompt_truncated && !v.prompt_checked)
       message(MsgLevel::Warning, "The prompt was longer than 77 tokens and was truncated: the end of it was ignored.");
-    if (!st.unknown_words.empty() && v.purpose != "batch") {
+    if (!st.unknown_words.empty() && !v.prompt_checked && v.purpose != "batch") {
       PromptCheck pc;
       pc.unknown_words = st.unknown_words;
       message(MsgLevel::Warning, unknown_words_message(pc));
@@ -317,19 +317,16 @@ JobId Controller::generate() {
     }
   }
   // Warnings (the job still runs).
-  bool warned_prompt = false;
   if (pc.truncated) {
     message(MsgLevel::Warning, "The prompt is " + std::to_string(pc.tokens) +
                                    " tokens; the text encoder reads at most 75 (77 with start/end), so it will be "
                                    "truncated and the end ignored.");
-    warned_prompt = true;
   }
-  if (!pc.unknown_words.empty()) {
-    message(MsgLevel::Warning, unknown_words_message(pc));
-    warned_prompt = true;
-  }
+  if (!pc.unknown_words.empty()) message(MsgLevel::Warning, unknown_words_message(pc));
   JobSpec spec = make_spec(form_, dir, model_takes_bbox());
-  const JobId id = submit(std::move(spec), form_.auto_place, warned_prompt ? "generate-warned" : "generate");
+  const JobId id = submit(std::move(spec), form_.auto_place, "generate");
+  // Checked here when the model (and its tokenizer) was already loaded; otherwise the job's stats report it.
+  jobs_[id].prompt_checked = model_.info && model_.info->tokenizer;
   if (form_.new_seed_each_run) {
     form_.seed = random_seed();
     form_changed();

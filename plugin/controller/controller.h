@@ -47,6 +47,7 @@ struct JobView {
   Vec3 spot{0.f, 0.f, 0.f};
   std::vector<double> frame_ms; // UI frame times while the job was active (not queued)
   std::string purpose;          // "generate", "regenerate", "variation", "batch"
+  bool prompt_checked = false;  // truncation / unknown words were already reported when it was submitted
 };
 
 // Figures of the most recent finished job (for the HUD and status).

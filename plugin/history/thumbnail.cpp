@@ -18,7 +18,7 @@ namespace cubeforge::ai {
 RgbaImage render_thumbnail(const Mesh& mesh, int size) {
   const int ss = 2, W = size * ss;
   std::vector<float> col(std::size_t(W) * W * 3, 0.f), depth(std::size_t(W) * W, std::numeric_limits<float>::infinity());
-  const float bg[3] = {0.16f, 0.17f, 0.20f};
+  const float bg[3] = {0.035f, 0.04f, 0.05f};  // linear (about sRGB 52, 56, 63)
   for (std::size_t i = 0; i < std::size_t(W) * W; ++i)
     for (int c = 0; c < 3; ++c) col[i * 3 + c] = bg[c];
 

@@ -62,11 +62,16 @@ void Panel::draw() {
   model_section();
   ImGui::Separator();
   prompt_section();
-  settings_section(busy);
-  spot_section(busy);
-  ImGui::Separator();
   run_section();
   messages_section();
+  if (settings_open_next_) {
+    ImGui::SetNextItemOpen(*settings_open_next_);
+    settings_open_next_.reset();
+  }
+  if (ImGui::CollapsingHeader("Settings", ImGuiTreeNodeFlags_DefaultOpen)) {
+    settings_section(busy);
+    spot_section(busy);
+  }
   latency_section();
   history_section();
   history_drop();
@@ -158,9 +163,28 @@ void Panel::prompt_section() {
     ImGui::TextColored(kDim, "Ctrl+Enter to generate");
   }
   if (!pc.unknown_words.empty()) {
+    std::string unknown;
+    for (const auto& w : pc.unknown_words) unknown += (unknown.empty() ? "" : ", ") + w;
     ImGui::PushStyleColor(ImGuiCol_Text, kWarn);
-    ImGui::TextWrapped("%s", c_.unknown_words_message(pc).c_str());
+    ImGui::TextWrapped("unknown words (the model ignores them): %s", unknown.c_str());
     ImGui::PopStyleColor();
+    const ModelInfo* info = c_.model_info();
+    if (info && !info->known_words.empty()) {
+      if (known_for_ != info) {
+        known_for_ = info;
+        known_joined_.clear();
+        for (const auto& w : info->known_words) known_joined_ += (known_joined_.empty() ? "" : ", ") + w;
+      }
+      char label[96];
+      std::snprintf(label, sizeof label, "%s knows these words (%zu)###known",
+                    c_.form().use_default_model ? "The default model" : "This model", info->known_words.size());
+      if (ImGui::TreeNode(label)) {
+        ImGui::BeginChild("known_words", ImVec2(0, ImGui::GetTextLineHeightWithSpacing() * 6), true);
+        ImGui::TextWrapped("%s", known_joined_.c_str());
+        ImGui::EndChild();
+        ImGui::TreePop();
+      }
+    }
   }
 }
 
@@ -338,6 +362,10 @@ void Panel::messages_section() {
 }
 
 void Panel::latency_section() {
+  if (latency_open_next_) {
+    ImGui::SetNextItemOpen(*latency_open_next_);
+    latency_open_next_.reset();
+  }
   if (!ImGui::CollapsingHeader("Latency", ImGuiTreeNodeFlags_DefaultOpen)) return;
   const JobView* j = c_.current();
   ImGui::TextColored(kDim, "UI frame: %.1f ms (max %.1f ms, last 2 s)", c_.frame_ms_recent(), c_.frame_ms_max_recent());
@@ -539,7 +567,17 @@ void Panel::register_commands(editor::Host& host) {
     focus_prompt_ = true;
     return json{{"ok", true}}.dump();
   });
-  c_.set_ui_status([this] { return json{{"typing", type_phase_ != 0}, {"prompt_active", prompt_active_}}; });
+  // Fold or unfold the panel's sections (screenshots of the history in tests).
+  host.add_command("ai.ui_fold", [this](const std::string& a) {
+    json args = a.empty() ? json::object() : json::parse(a, nullptr, false);
+    if (!args.is_object()) throw Error("ai.ui_fold needs {settings?: bool, latency?: bool}");
+    if (args.contains("settings")) settings_open_next_ = args["settings"].get<bool>();
+    if (args.contains("latency")) latency_open_next_ = args["latency"].get<bool>();
+    return json{{"ok", true}}.dump();
+  });
+  c_.set_ui_status([this] {
+    return json{{"typing", type_phase_ != 0}, {"prompt_active", prompt_active_}, {"textures", tex_.size()}};
+  });
 }
 
 }  // namespace cubeforge::ai

@@ -4,11 +4,13 @@
 // and calls into it; no logic of its own beyond widgets. Controls are disabled while a job runs.
 //
 // UI automation for the scripted mode: ai.ui_type {text, submit} focuses the prompt box, types the text through
-// ImGui's input queue and presses Ctrl+Enter, so an end-to-end test drives the real widget.
+// ImGui's input queue and presses Ctrl+Enter, so an end-to-end test drives the real widget; ai.ui_fold
+// {settings, latency} folds sections (so a screenshot shows the history).
 #pragma once
 #include "controller/controller.h"
 #include "ui/textures.h"
 
+#include <optional>
 #include <string>
 
 namespace cubeforge::ai {
@@ -40,12 +42,15 @@ class Panel {
   int export_format_ = 0;
   bool open_export_popup_ = false;
   std::string csv_path_, json_path_;
+  const ModelInfo* known_for_ = nullptr;
+  std::string known_joined_;
 
   // scripted typing
   int type_phase_ = 0;          // 0 idle, 1 focus requested, 2 focused, 3 typed, 4 enter down, 5 enter up
   std::string type_text_;
   bool type_submit_ = false;
   bool focus_prompt_ = false;
+  std::optional<bool> settings_open_next_, latency_open_next_;
   bool prompt_active_ = false;
   int type_wait_ = 0;
 };

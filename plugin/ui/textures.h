@@ -18,6 +18,7 @@ class ThumbnailTextures {
   unsigned get(const std::string& key, const std::shared_ptr<const RgbaImage>& img);
   void drop(const std::string& key);
   void clear();  // GL thread, context current
+  std::size_t size() const { return tex_.size(); }
   static bool gl_available();
 
  private:

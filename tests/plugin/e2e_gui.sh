@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end test of the AI sidebar in the real editor window under Xvfb, through the editor's scripted mode and the
 # plugin loaded from bin/plugins: type a prompt into the panel (Ctrl+Enter), watch a live preview arrive before the
-# job completes, find the mesh placed at the chosen spot as one undo step, undo, redo, save; reopen the scene, find
+# job completes, find the mesh placed at the chosen spot as one undo step, undo, redo, see its history thumbnail
+# uploaded as a GL texture, save; reopen the scene, find
 # the history persisted, and run a batch of prompts that writes the latency report (CSV + JSON).
 # usage: e2e_gui.sh <cubeforge> <cubeforge-gen> <clip tokenizer dir> <run_with_xvfb.sh>
 set -euo pipefail
@@ -41,6 +42,8 @@ cat > "$T/generate.json" <<JSON
   {"do": "expect", "entity_count": 1},
   {"do": "expect", "name": "a red chair", "position": [2, 0, 1]},
   {"do": "screenshot", "path": "$T/placed.png"},
+  {"do": "plugin_command", "command": "ai.ui_fold", "args": {"settings": false, "latency": false}},
+  {"do": "wait_for", "condition": "plugin_command", "command": "ai.check", "args": {"path": "/ui/textures", "op": ">=", "value": 1}, "equals": true, "timeout_s": 10},
   {"do": "plugin_command", "command": "ai.latency_export", "args": {"csv": "$T/latency.csv", "json": "$T/latency.json"}},
   {"do": "save", "path": "$T/level.cfscene"},
   {"do": "expect", "dirty": false},
