@@ -176,6 +176,8 @@ int run_bench(int argc, char** argv) {
   float margin = AdaptiveOptions{}.margin;
   uint64_t seed = 1;
   bool skip_dense = false;
+  int dense_max_rb = 9;
+  app.add_option("--dense-max-rb", dense_max_rb, "run dense only up to this rb (above: extrapolated from points/s)");
   int threads = 0;
   app.add_option("--threads", threads, "OpenMP/OpenBLAS threads (0: default)");
   app.add_option("--golden-dir", golden_dir, "directory of the golden cases");
@@ -258,7 +260,7 @@ int run_bench(int argc, char** argv) {
       bool have_dense = false;
       double dense_total = 0;
       for (int mode = 0; mode < 2; ++mode) {
-        if (mode == 0 && skip_dense) continue;
+        if (mode == 0 && (skip_dense || rb > dense_max_rb)) continue;
         const int n_reps = (mode == 0 && rb > dense_reps_max_rb) ? 1 : reps;
         std::vector<double> tl, to, tm, tt, tc;
         GridValues g;
