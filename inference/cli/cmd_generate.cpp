@@ -33,7 +33,8 @@ double percentile(std::vector<double> v, double p) {
 int run(int argc, char** argv) {
   CLI::App app{"Generate a 3D mesh from a text prompt", argv[0]};
   std::string model_dir, clip_dir, prompt, out, mode = "adaptive", attention = "reference", bbox_s, backend = "auto";
-  int rb = 7, max_faces = 0, preview_every = 0, threads = 0;
+  int rb = 7, max_faces = 0, preview_every = 0, threads = 0, coarse_rb = 5;
+  float margin = 1.0f;
   uint64_t seed = 0;
   float guidance = 3.0f, top_p = -1;
   bool json = false, tokens_only = false, base_pivot = false;
@@ -43,6 +44,8 @@ int run(int argc, char** argv) {
   app.add_option("-o,--output", out, "output mesh file (.glb .gltf .obj .ply .stl .fbx)");
   app.add_option("--resolution", rb, "resolution base rb: (2^rb+1)^3 grid, 4..9")->check(CLI::Range(4, 9));
   app.add_option("--mode", mode, "occupancy evaluation: dense | adaptive")->check(CLI::IsMember({"dense", "adaptive"}));
+  app.add_option("--margin", margin, "adaptive: refine cells with a corner |logit| below this (0: sign changes only)");
+  app.add_option("--coarse-resolution", coarse_rb, "adaptive: level evaluated in full")->check(CLI::Range(4, 9));
   app.add_option("--max-faces", max_faces, "decimate to at most this many faces (0: no decimation)");
   app.add_option("--bbox", bbox_s, "bounding box x,y,z (v0.5-layout models)");
   app.add_option("--seed", seed, "seed for top-p sampling");
@@ -75,6 +78,8 @@ int run(int argc, char** argv) {
   mopt.resolution_base = rb;
   mopt.mode = cubeforge::occupancy_mode_from_string(mode);
   mopt.base_pivot = base_pivot;
+  mopt.adaptive_margin = margin;
+  mopt.coarse_resolution_base = coarse_rb;
 #ifndef CUBEFORGE_HAVE_MESH_IO
   if (!out.empty()) throw cubeforge::Error("this build has no mesh export (configure with CUBEFORGE_WITH_MESH_IO=ON)");
 #endif
