@@ -10,12 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "test_paths.h"
+
 namespace cftest {
 
-inline std::string shared_dir() {
-  const char* e = std::getenv("CUBEFORGE_SHARED_DIR");
-  return e ? e : "../shared";
-}
 inline std::string golden_dir() { return shared_dir() + "/golden/cube3d"; }
 
 inline std::filesystem::path temp_dir(const std::string& name) {

@@ -7,19 +7,15 @@
 #include <string>
 
 #include "cubeforge/mesh_io.h"
+#include "test_paths.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string env_or(const char* name, const std::string& fallback) {
-  const char* v = std::getenv(name);
-  return v ? v : fallback;
-}
-
 TEST(CliExport, GoldenCaseToEveryFormat) {
-  const std::string bin = env_or("CUBEFORGE_BIN_DIR", "bin") + "/cubeforge-gen";
-  const std::string shared = env_or("CUBEFORGE_SHARED_DIR", "../shared");
+  const std::string bin = cftest::bin_dir() + "/cubeforge-gen";
+  const std::string shared = cftest::shared_dir();
   const fs::path dir = fs::temp_directory_path() / ("cubeforge_cli_export_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   for (const char* name : {"tiny_v01", "tiny_v05"}) {

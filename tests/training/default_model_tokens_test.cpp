@@ -5,6 +5,8 @@
 // differ, so the check stops at the first near tie.
 #include <gtest/gtest.h>
 
+#include "test_paths.h"
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -18,8 +20,7 @@ namespace fs = std::filesystem;
 
 static fs::path default_model_dir() {
   if (const char* e = std::getenv("CUBEFORGE_DEFAULT_MODEL")) return e;
-  const char* src = std::getenv("CUBEFORGE_SOURCE_DIR");
-  return fs::path(src ? src : ".") / "assets" / "default-model";
+  return fs::path(cftest::source_dir()) / "assets" / "default-model";
 }
 
 TEST(DefaultModel, GreedyTokensMatchTrainingInference) {
