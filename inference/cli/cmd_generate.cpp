@@ -33,7 +33,7 @@ double percentile(std::vector<double> v, double p) {
 int run(int argc, char** argv) {
   CLI::App app{"Generate a 3D mesh from a text prompt", argv[0]};
   std::string model_dir, clip_dir, prompt, out, mode = "adaptive", attention = "reference", bbox_s, backend = "auto";
-  int rb = 7, max_faces = 0, preview_every = 0, threads = 0, coarse_rb = 5;
+  int rb = 6, max_faces = 0, preview_every = 0, threads = 0, coarse_rb = 5;
   float margin = 1.0f;
   uint64_t seed = 0;
   float guidance = 3.0f, top_p = -1;

@@ -62,7 +62,7 @@ OccupancyMode occupancy_mode_from_string(const std::string& s);
 
 // Tokens → mesh settings (spec §8.5 grid; clean-up of the tokens-to-mesh issue).
 struct MeshOptions {
-  int resolution_base = 7;                    // 4..9: (2^rb + 1)^3 grid points in [-1.05, 1.05]^3
+  int resolution_base = 6;                    // 4..9: (2^rb + 1)^3 grid points in [-1.05, 1.05]^3
   OccupancyMode mode = OccupancyMode::Adaptive;
   bool remove_small_components = true;       // drop components whose bbox diagonal < 15% of the mesh's
   bool base_pivot = false;                    // centre x/z, lowest point at y = 0 (for placing in a scene)

@@ -78,7 +78,12 @@ Mesh Cube3D::tokens_to_mesh(const std::vector<int>& tokens, const MeshOptions& o
 Mesh Cube3D::preview_mesh(const std::vector<int>& prefix, int rb, const CancelToken* cancel) const {
   const Latents lat = shape_->decode_preview(prefix, PreviewFill::MeanCode, cancel);
   auto occ = shape_->occupancy(lat);
-  GridValues grid = occ->grid_dense(rb, cancel);
+  // Coarse-to-fine from rb 4: a preview must cost a small share of the decode time.
+  AdaptiveOptions ao;
+  ao.coarse_rb = 4;
+  ao.margin = 0.5f;
+  ao.cancel = cancel;
+  GridValues grid = rb > 4 ? occ->grid_adaptive(rb, ao) : occ->grid_dense(rb, cancel);
   Mesh mesh = grid_to_mesh(grid);
   if (!mesh.empty()) {
     CleanupOptions co;
