@@ -194,6 +194,9 @@ void Controller::frame() {
   for (const auto& ev : m.events) handle_event(ev);
 
   if (settings_dirty_ && t - settings_changed_at_ > 400) save_settings_now();
+  // Keep the editor drawing while a job runs (progress, ghost, and frame times that measure frames, not the idle
+  // wait of an event-driven loop); it goes back to waiting for events when the job ends.
+  if (busy() || model_.state == ModelStatus::State::Loading) host_.request_redraw();
 }
 
 void Controller::handle_event(const JobEvent& ev) {
