@@ -246,7 +246,7 @@ void Panel::settings_section(bool busy) {
   }
 
   changed |= ImGui::SliderInt("Resolution", &f.resolution, 4, 9);
-  help_marker("Marching-cubes grid: (2^r + 1)^3 points. 7 = 129^3 (default), 8 = 257^3 (slower, finer).");
+  help_marker("Marching-cubes grid: (2^r + 1)^3 points. 6 = 65^3 (default), 7 = 129^3, 8 = 257^3 (slower, finer).");
   changed |= ImGui::Checkbox("Face cap", &f.face_cap_on);
   if (f.face_cap_on) {
     ImGui::SameLine();
