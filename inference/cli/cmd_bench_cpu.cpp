@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "command.h"
+#include "stats_util.h"
 #include "cubeforge/cube3d.h"
 #include "cubeforge/safetensors.h"
 #include "cubeforge/test_model.h"
@@ -16,11 +17,7 @@
 
 namespace {
 
-double pct(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, size_t(p * double(v.size() - 1) + 0.5))];
-}
+using cubeforge::cli::percentile;
 
 int run(int argc, char** argv) {
   CLI::App app{"CPU benchmark of prompt → tokens", argv[0]};
@@ -80,17 +77,17 @@ int run(int argc, char** argv) {
   }
   const auto& c = model->config();
   nlohmann::json j = {{"model", preset.empty() ? model_dir : preset}, {"n_embd", c.gpt.n_embd}, {"n_layer", c.gpt.n_layer},
-                      {"tokens", c.num_tokens()}, {"runs", runs}, {"text_ms_p50", pct(text, 0.5)},
-                      {"prefill_ms_p50", pct(prefill, 0.5)}, {"tpot_ms_mean_p50", pct(tpot_mean, 0.5)},
-                      {"tpot_ms_p50", pct(tpot_all, 0.5)}, {"tpot_ms_p95", pct(tpot_all, 0.95)},
-                      {"tokens_per_s", 1000.0 / std::max(1e-9, pct(tpot_all, 0.5))}, {"gpt_ms_p50", pct(gpt, 0.5)}};
+                      {"tokens", c.num_tokens()}, {"runs", runs}, {"text_ms_p50", percentile(text, 0.5)},
+                      {"prefill_ms_p50", percentile(prefill, 0.5)}, {"tpot_ms_mean_p50", percentile(tpot_mean, 0.5)},
+                      {"tpot_ms_p50", percentile(tpot_all, 0.5)}, {"tpot_ms_p95", percentile(tpot_all, 0.95)},
+                      {"tokens_per_s", 1000.0 / std::max(1e-9, percentile(tpot_all, 0.5))}, {"gpt_ms_p50", percentile(gpt, 0.5)}};
   if (json) {
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     std::printf("%-10s D=%d L=%d+%d N=%d | text %.2f ms | prefill %.2f ms | TPOT p50 %.3f ms p95 %.3f ms | %.0f tok/s | GPT stage %.1f ms (median of %d)\n",
                 (preset.empty() ? "model" : preset.c_str()), c.gpt.n_embd, c.gpt.n_layer, c.gpt.n_single_layer, c.num_tokens(),
-                pct(text, 0.5), pct(prefill, 0.5), pct(tpot_all, 0.5), pct(tpot_all, 0.95),
-                1000.0 / std::max(1e-9, pct(tpot_all, 0.5)), pct(gpt, 0.5), runs);
+                percentile(text, 0.5), percentile(prefill, 0.5), percentile(tpot_all, 0.5), percentile(tpot_all, 0.95),
+                1000.0 / std::max(1e-9, percentile(tpot_all, 0.5)), percentile(gpt, 0.5), runs);
   }
   if (!tmp.empty()) std::filesystem::remove_all(tmp);
   return 0;

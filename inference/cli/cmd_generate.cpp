@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command.h"
+#include "stats_util.h"
 #include "cubeforge/cuda_backend.h"
 #include "cubeforge/cube3d.h"
 #include "cubeforge/error.h"
@@ -21,14 +22,9 @@
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using cubeforge::cli::percentile;
 
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t i = std::min(v.size() - 1, size_t(p * double(v.size() - 1) + 0.5));
-  return v[i];
-}
+using Clock = std::chrono::steady_clock;
 
 int run(int argc, char** argv) {
   CLI::App app{"Generate a 3D mesh from a text prompt", argv[0]};

@@ -15,21 +15,10 @@ namespace cubeforge {
 
 namespace {
 
-double rel_l2(const float* out, const std::vector<float>& ref) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    const double d = double(out[i]) - double(ref[i]);
-    num += d * d;
-    den += double(ref[i]) * ref[i];
-  }
-  if (den == 0) return std::sqrt(num);
-  return std::sqrt(num / den);
-}
-
 ShapeGoldenLine float_line(const std::string& name, const float* out, const std::vector<float>& ref, double tol) {
   ShapeGoldenLine l;
   l.tensor = name;
-  l.rel_err = rel_l2(out, ref);
+  l.rel_err = relative_l2(out, ref.data(), ref.size());
   l.tolerance = tol;
   l.ok = std::isfinite(l.rel_err) && l.rel_err <= tol;
   l.note = std::to_string(ref.size()) + " values";
