@@ -31,6 +31,7 @@ import shapes as S  # noqa: E402
 
 T_START = time.time()
 LOG = None
+CHOSEN = {}  # batch sizes picked by --auto-batch, recorded in report.json
 
 
 def log(msg):
@@ -66,25 +67,50 @@ def make_opt(params, lr, wd, betas, device):
 
 # ----------------------------------------------------------------------------------------------------------------------
 
-def train_vae(vae, dat, dev, seconds, bs, nq, lr, amp):
+def calibrate_batch(step_fn, bs, dev, factors=(1, 2, 4), min_gain=1.15, log_name="", steps=6):
+    """Pick the batch size with the best samples/s among bs*factors (small models on a big GPU are launch-bound, so a
+    larger batch is often nearly free). The timed steps are real training steps. A larger batch must beat the best
+    smaller one by min_gain to be taken (more optimiser updates are worth something). OOM skips a candidate."""
+    sync = torch.cuda.synchronize if dev.startswith("cuda") else (lambda: None)
+    best_bs, best_rate = bs, 0.0
+    for f in factors:
+        b = bs * f
+        try:
+            step_fn(b)
+            step_fn(b)
+            sync()
+            t = time.time()
+            for _ in range(steps):
+                step_fn(b)
+            sync()
+            rate = b * steps / (time.time() - t)
+        except torch.cuda.OutOfMemoryError:
+            torch.cuda.empty_cache()
+            log(f"{log_name} batch {b}: out of memory, skipped")
+            break
+        log(f"{log_name} batch {b}: {rate:.0f} samples/s")
+        if rate > best_rate * min_gain:
+            best_bs, best_rate = b, rate
+    log(f"{log_name} batch chosen: {best_bs}")
+    return best_bs
+
+
+def lr_for_batch(lr, bs0, bs, cap=1.5):
+    """Square-root learning-rate scaling for a calibrated batch, capped (VQ training dislikes large steps)."""
+    return lr * min(cap, math.sqrt(bs / bs0))
+
+
+def train_vae(vae, dat, dev, seconds, bs, nq, lr, amp, auto_batch=False):
     vq = vae.bottleneck.block
     opt = make_opt(list(vae.named_parameters()), lr, 0.01, (0.9, 0.99), dev)
     S_ = dat["surf"].shape[0]
     nocc = dat["occ_pts"].shape[1]
     usage = torch.zeros(vae.cfg.num_codes, device=dev)
-    t0 = time.time()
-    step, last = 0, t0
-    hist = []
-    while True:
-        el = time.time() - t0
-        if el > seconds:
-            break
-        frac = el / seconds
-        for g in opt.param_groups:
-            g["lr"] = lr_at(lr, step, 200, frac)
-        idx = torch.randint(0, S_, (bs,), device=dev)
+
+    def one_step(b):
+        idx = torch.randint(0, S_, (b,), device=dev)
         surf = dat["surf"][idx].float()
-        qi = torch.randint(0, nocc, (bs, nq), device=dev)
+        qi = torch.randint(0, nocc, (b, nq), device=dev)
         pts = torch.gather(dat["occ_pts"][idx], 1, qi[..., None].expand(-1, -1, 3)).float()
         occ = torch.gather(dat["occ"][idx], 1, qi).float()
         with autocast(amp):
@@ -102,6 +128,26 @@ def train_vae(vae, dat, dev, seconds, bs, nq, lr, amp):
         loss.backward()
         torch.nn.utils.clip_grad_norm_(vae.parameters(), 1.0)
         opt.step()
+        return z, ids, logits, occ, l_occ, l_vq
+
+    t0 = time.time()
+    if auto_batch:
+        for g in opt.param_groups:
+            g["lr"] = lr * 0.05  # calibration steps run at a warm-up rate
+        bs0, bs = bs, calibrate_batch(one_step, bs, dev, log_name="vae")
+        CHOSEN["vae_batch"] = bs
+        lr = lr_for_batch(lr, bs0, bs)
+        log(f"vae lr {lr:.2e}")
+    step, last = 0, t0
+    hist = []
+    while True:
+        el = time.time() - t0
+        if el > seconds:
+            break
+        frac = el / seconds
+        for g in opt.param_groups:
+            g["lr"] = lr_at(lr, step, 200, frac)
+        z, ids, logits, occ, l_occ, l_vq = one_step(bs)
         with torch.no_grad():
             usage += torch.bincount(ids.flatten(), minlength=vae.cfg.num_codes).float()
             if step % 100 == 99:
@@ -167,35 +213,28 @@ def build_caption_tensors(tok, n_per_combo, seed, dev, p_unk=0.12):
 
 
 def train_gpt(gpt, clip, code_norm, tokens, bbox, keyidx, cap, dev, seconds, bs, lr, amp, p_text_drop=0.1,
-              p_bbox_drop=0.35):
+              p_bbox_drop=0.35, auto_batch=False):
     ids_pool, msk_pool, unk_pool = cap
     M_ = ids_pool.shape[1]
     params = list(gpt.named_parameters()) + [("clip." + n, p) for n, p in clip.named_parameters()]
     opt = make_opt(params, lr, 0.05, (0.9, 0.95), dev)
     K = gpt.cfg.shape_model_vocab_size
     S_ = tokens.shape[0]
-    t0 = time.time()
-    step, last = 0, t0
     empty_ids = torch.full((77,), 49407, dtype=torch.long, device=dev)
     empty_ids[0] = 49406
     empty_msk = torch.zeros(77, dtype=torch.long, device=dev)
     empty_msk[:2] = 1
-    ema = None
-    while True:
-        el = time.time() - t0
-        if el > seconds:
-            break
-        for g in opt.param_groups:
-            g["lr"] = lr_at(lr, step, 150, el / seconds)
-        idx = torch.randint(0, S_, (bs,), device=dev)
-        j = torch.randint(0, M_, (bs,), device=dev)
+
+    def one_step(b):
+        idx = torch.randint(0, S_, (b,), device=dev)
+        j = torch.randint(0, M_, (b,), device=dev)
         ki = keyidx[idx]
         ids, msk, unk = ids_pool[ki, j], msk_pool[ki, j], unk_pool[ki, j]
-        drop = torch.rand(bs, device=dev) < p_text_drop
+        drop = torch.rand(b, device=dev) < p_text_drop
         ids = torch.where(drop[:, None], empty_ids[None], ids)
         msk = torch.where(drop[:, None], empty_msk[None], msk)
         unk = unk & ~drop[:, None]
-        bdrop = drop | (torch.rand(bs, device=dev) < p_bbox_drop)
+        bdrop = drop | (torch.rand(b, device=dev) < p_bbox_drop)
         bb = torch.where(bdrop[:, None], torch.zeros_like(bbox[idx]), bbox[idx])
         tgt = tokens[idx]
         with autocast(amp):
@@ -209,6 +248,25 @@ def train_gpt(gpt, clip, code_norm, tokens, bbox, keyidx, cap, dev, seconds, bs,
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params_list(gpt, clip), 1.0)
         opt.step()
+        return logits, tgt, loss
+
+    t0 = time.time()
+    if auto_batch:
+        for g in opt.param_groups:
+            g["lr"] = lr * 0.01
+        bs0, bs = bs, calibrate_batch(one_step, bs, dev, log_name="gpt")
+        CHOSEN["gpt_batch"] = bs
+        lr = lr_for_batch(lr, bs0, bs)
+        log(f"gpt lr {lr:.2e}")
+    step, last = 0, t0
+    ema = None
+    while True:
+        el = time.time() - t0
+        if el > seconds:
+            break
+        for g in opt.param_groups:
+            g["lr"] = lr_at(lr, step, 150, el / seconds)
+        logits, tgt, loss = one_step(bs)
         ema = loss.item() if ema is None else 0.98 * ema + 0.02 * loss.item() if step % 10 == 0 else ema
         step += 1
         if time.time() - last > 15 or step == 1:
@@ -301,6 +359,8 @@ def main():
     ap.add_argument("--eval-res", type=int, default=64)
     ap.add_argument("--eval-climb", type=int, default=10)
     ap.add_argument("--gpt-min", type=float, default=120, help="seconds of GPT training the VAE budget must leave")
+    ap.add_argument("--auto-batch", action="store_true",
+                    help="time 1x/2x/4x the given batch sizes at the start of each stage and keep the fastest")
     ap.add_argument("--preflight", action="store_true", help="run every stage for a few seconds on tiny data first")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
@@ -357,7 +417,8 @@ def main():
         if a.deadline:
             vae_seconds = max(10.0, min(vae_seconds, a.deadline - (time.time() - T_START) - a.eval_reserve - a.gpt_min))
             log(f"vae budget {vae_seconds:.0f}s")
-        timings["vae_steps"] = train_vae(vae, dat, dev, vae_seconds, a.vae_batch, a.vae_queries, a.vae_lr, amp)
+        timings["vae_steps"] = train_vae(vae, dat, dev, vae_seconds, a.vae_batch, a.vae_queries, a.vae_lr, amp,
+                                         auto_batch=a.auto_batch)
         vae.eval()
         if not a.tiny:
             E.save_safetensors(os.path.join(a.out, "vae_stage.safetensors"), E.vae_state(vae, torch.float16),
@@ -399,7 +460,8 @@ def main():
         gpt_seconds = max(10.0, min(gpt_seconds, a.deadline - (time.time() - T_START) - a.eval_reserve))
         log(f"gpt budget {gpt_seconds:.0f}s")
     timings["gpt_steps"] = train_gpt(gpt, clip, code_norm, tokens, dat["bbox"].float(), keyidx,
-                                     (ids_pool, msk_pool, unk_pool), dev, gpt_seconds, a.gpt_batch, a.gpt_lr, amp)
+                                     (ids_pool, msk_pool, unk_pool), dev, gpt_seconds, a.gpt_batch, a.gpt_lr, amp,
+                                     auto_batch=a.auto_batch)
     gpt.eval()
     clip.eval()
     timings["gpt_s"] = round(time.time() - t, 1)
@@ -439,7 +501,8 @@ def main():
     timings["total_s"] = round(time.time() - T_START, 1)
     rep["timings"] = timings
     rep["config"] = dict(gpt=vars(gcfg), shape=vars(scfg), text=vars(tcfg), n_per_family=a.n_per_family,
-                         vae_batch=a.vae_batch, vae_queries=a.vae_queries, gpt_batch=a.gpt_batch)
+                         vae_batch=CHOSEN.get("vae_batch", a.vae_batch), vae_queries=a.vae_queries,
+                         gpt_batch=CHOSEN.get("gpt_batch", a.gpt_batch))
     with open(os.path.join(a.out, "report.json"), "w") as f:
         json.dump(rep, f, indent=1)
     if not a.tiny:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Standalone build of cubeforge-gen with the CUDA backends (GPT + shape) and the CPU shape stage it is checked
-# against (core, shape, mesh; no yaml, no CLIP, no GPT CPU code): commands bench-shape-gpu, bench, cuda-check.
+# against (core, shape, mesh; no yaml, no CLIP, no GPT CPU code): commands bench-shape-gpu, bench (CUDA GPT), cuda-check.
 # Used here to prepare a binary to carry to the GPU machine (OpenBLAS/libgomp/libstdc++ linked statically where
 # their static libraries exist, so only libcublas*.so.13 and the driver are needed there), and there as the
 # fall-back build. Usage: build_cuda_shape.sh [OUTDIR]   (default .devcarry/cuda-shape)
@@ -23,7 +23,7 @@ SRCS=(inference/src/core/cpu_ops.cpp inference/src/core/safetensors.cpp inferenc
       inference/src/core/weights.cpp inference/src/shape/codebook.cpp inference/src/shape/occupancy.cpp
       inference/src/shape/shape_kernels.cpp inference/src/shape/shape_model.cpp inference/src/mesh/analytic_fields.cpp
       inference/src/mesh/marching_cubes.cpp inference/src/mesh/mesh_metrics.cpp inference/src/mesh/occupancy_grid.cpp
-      inference/cli/main.cpp inference/cli/cmd_bench_shape_cuda.cpp)
+      inference/cli/main.cpp inference/cli/cmd_bench_shape_cuda.cpp inference/cli/cmd_bench.cpp)
 
 # compile in parallel, JOBS at a time; the .cu files first (slowest)
 pids=()
@@ -60,4 +60,5 @@ g++ -o "$OUT_DIR/cubeforge-gen" "$OUT_DIR"/obj/*.o -L"$CUDA_LIB" -lcudart_static
   g++ -o "$OUT_DIR/cubeforge-gen" "$OUT_DIR"/obj/*.o -L"$CUDA_LIB" -lcudart_static -lcublas -lcublasLt "${LIBS[@]}" \
       -lgfortran -static-libstdc++ -static-libgcc -ldl -lpthread -lrt -lm ||
   { cat "$OUT_DIR/link.log"; exit 1; }
+strip "$OUT_DIR/cubeforge-gen"  # symbols off: the carried tree must stay under the 64 MiB transfer limit
 echo "built $OUT_DIR/cubeforge-gen"
