@@ -68,8 +68,8 @@ def make_opt(params, lr, wd, betas, device):
 # ----------------------------------------------------------------------------------------------------------------------
 
 def calibrate_batch(step_fn, bs, dev, factors=(1, 2, 4), min_gain=1.15, log_name="", steps=6):
-    """Pick the batch size with the best samples/s among bs*factors (small models on a big GPU are launch-bound, so a
-    larger batch is often nearly free). The timed steps are real training steps. A larger batch must beat the best
+    """Pick the batch size with the best samples/s among bs*factors (small models on a big GPU can be launch-bound, so
+    a larger batch may be nearly free; the learning rate is kept). The timed steps are real training steps. A larger batch must beat the best
     smaller one by min_gain to be taken (more optimiser updates are worth something). OOM skips a candidate."""
     sync = torch.cuda.synchronize if dev.startswith("cuda") else (lambda: None)
     best_bs, best_rate = bs, 0.0
@@ -95,9 +95,36 @@ def calibrate_batch(step_fn, bs, dev, factors=(1, 2, 4), min_gain=1.15, log_name
     return best_bs
 
 
-def lr_for_batch(lr, bs0, bs, cap=1.5):
-    """Square-root learning-rate scaling for a calibrated batch, capped (VQ training dislikes large steps)."""
-    return lr * min(cap, math.sqrt(bs / bs0))
+class DivergenceGuard:
+    """Every `every` steps: if the loss is not finite, restore the last good snapshot (model + optimiser) and halve the
+    learning rate; otherwise take a new snapshot. (A run at a 1.4x VAE learning rate went NaN at step ~300 and
+    wasted a whole GPU call: a stage must never silently train on NaNs.)"""
+
+    def __init__(self, modules, opt, every=100, name=""):
+        self.modules, self.opt, self.every, self.name = modules, opt, every, name
+        self.scale, self.snap, self.restores = 1.0, None, 0
+        self._take()
+
+    def _take(self):
+        import copy
+        self.snap = ([{k: v.detach().clone() for k, v in m.state_dict().items()} for m in self.modules],
+                     copy.deepcopy(self.opt.state_dict()))
+
+    def check(self, step, loss):
+        if step % self.every != self.every - 1:
+            return False
+        if torch.isfinite(loss.detach()).all():
+            self._take()
+            return False
+        for m, sd in zip(self.modules, self.snap[0]):
+            m.load_state_dict(sd)
+        self.opt.load_state_dict(self.snap[1])
+        self.scale *= 0.5
+        self.restores += 1
+        log(f"{self.name}: non-finite loss at step {step + 1}: restored the last snapshot, lr scale {self.scale}")
+        if self.restores > 6:
+            raise RuntimeError(f"{self.name}: training keeps diverging")
+        return True
 
 
 def train_vae(vae, dat, dev, seconds, bs, nq, lr, amp, auto_batch=False):
@@ -134,10 +161,9 @@ def train_vae(vae, dat, dev, seconds, bs, nq, lr, amp, auto_batch=False):
     if auto_batch:
         for g in opt.param_groups:
             g["lr"] = lr * 0.05  # calibration steps run at a warm-up rate
-        bs0, bs = bs, calibrate_batch(one_step, bs, dev, log_name="vae")
+        bs = calibrate_batch(one_step, bs, dev, log_name="vae")
         CHOSEN["vae_batch"] = bs
-        lr = lr_for_batch(lr, bs0, bs)
-        log(f"vae lr {lr:.2e}")
+    guard = DivergenceGuard([vae], opt, name="vae")
     step, last = 0, t0
     hist = []
     while True:
@@ -146,8 +172,11 @@ def train_vae(vae, dat, dev, seconds, bs, nq, lr, amp, auto_batch=False):
             break
         frac = el / seconds
         for g in opt.param_groups:
-            g["lr"] = lr_at(lr, step, 200, frac)
+            g["lr"] = lr_at(lr, step, 200, frac) * guard.scale
         z, ids, logits, occ, l_occ, l_vq = one_step(bs)
+        if guard.check(step, l_occ + l_vq):
+            step += 1
+            continue
         with torch.no_grad():
             usage += torch.bincount(ids.flatten(), minlength=vae.cfg.num_codes).float()
             if step % 100 == 99:
@@ -254,10 +283,9 @@ def train_gpt(gpt, clip, code_norm, tokens, bbox, keyidx, cap, dev, seconds, bs,
     if auto_batch:
         for g in opt.param_groups:
             g["lr"] = lr * 0.01
-        bs0, bs = bs, calibrate_batch(one_step, bs, dev, log_name="gpt")
+        bs = calibrate_batch(one_step, bs, dev, log_name="gpt")
         CHOSEN["gpt_batch"] = bs
-        lr = lr_for_batch(lr, bs0, bs)
-        log(f"gpt lr {lr:.2e}")
+    guard = DivergenceGuard([gpt, clip], opt, name="gpt")
     step, last = 0, t0
     ema = None
     while True:
@@ -265,8 +293,11 @@ def train_gpt(gpt, clip, code_norm, tokens, bbox, keyidx, cap, dev, seconds, bs,
         if el > seconds:
             break
         for g in opt.param_groups:
-            g["lr"] = lr_at(lr, step, 150, el / seconds)
+            g["lr"] = lr_at(lr, step, 150, el / seconds) * guard.scale
         logits, tgt, loss = one_step(bs)
+        if guard.check(step, loss):
+            step += 1
+            continue
         ema = loss.item() if ema is None else 0.98 * ema + 0.02 * loss.item() if step % 10 == 0 else ema
         step += 1
         if time.time() - last > 15 or step == 1:

@@ -81,3 +81,29 @@ if __name__ == "__main__":
     test_export_roundtrip_and_kv_equivalence()
     test_tiny_training_run()
     print("pipeline: OK")
+
+
+def test_divergence_guard_restores_and_halves_lr():
+    """A non-finite loss at a check step restores the last good weights and optimiser state and halves the LR."""
+    sys.path.insert(0, os.path.dirname(HERE))
+    import train as T
+    torch.manual_seed(0)
+    m = torch.nn.Linear(4, 2)
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
+    guard = T.DivergenceGuard([m], opt, every=5, name="test")
+    x = torch.randn(8, 4)
+    for step in range(5):  # step 4 is a check step with a finite loss: snapshot
+        loss = m(x).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        assert not guard.check(step, loss)
+    good = {k: v.clone() for k, v in m.state_dict().items()}
+    for step in range(5, 10):  # weights go NaN; detected at step 9
+        with torch.no_grad():
+            m.weight.fill_(float("nan"))
+        loss = m(x).pow(2).mean()
+        restored = guard.check(step, loss)
+    assert restored and guard.scale == 0.5
+    for k, v in m.state_dict().items():
+        assert torch.equal(v, good[k])
