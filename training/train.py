@@ -379,6 +379,8 @@ def main():
     ap.add_argument("--gpt-lr", type=float, default=1e-3)
     ap.add_argument("--captions-per-combo", type=int, default=64)
     ap.add_argument("--init-vae", default=None, help="model dir whose shape_tokenizer to reuse (skips VAE training)")
+    ap.add_argument("--continue-vae", action="store_true",
+                    help="with --init-vae: keep training that VAE for --vae-seconds instead of freezing it")
     ap.add_argument("--eval-refs", type=int, default=24)
     ap.add_argument("--no-eval", action="store_true")
     ap.add_argument("--tokenizer-dir", default=clip_bpe.DEFAULT_DIR)
@@ -435,13 +437,18 @@ def main():
 
     # 2. VAE
     t = time.time()
-    if a.init_vae:
+    if a.init_vae and not a.continue_vae:
         _, vae0, _, _ = E.load_model_dir(a.init_vae, dev)
         vae, scfg = vae0, vae0.cfg
         vae.eval()
         timings["vae_steps"] = 0
     else:
-        vae = M.OneDAutoEncoder(scfg).to(dev)
+        if a.init_vae:  # fine-tune a shipped VAE (warm restart of the schedule): VAE training time adds up over runs
+            _, vae, _, _ = E.load_model_dir(a.init_vae, dev)
+            scfg = vae.cfg
+            log(f"vae: continuing from {a.init_vae}")
+        else:
+            vae = M.OneDAutoEncoder(scfg).to(dev)
         log(f"vae params {M.count_params(vae)}")
         vae.train()
         vae_seconds = a.vae_seconds

@@ -74,13 +74,19 @@ def test_tiny_training_run():
         assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
         assert os.path.exists(os.path.join(d, "model", "shape_gpt.safetensors"))
         assert os.path.exists(os.path.join(d, "known_words.txt"))
+        # a second run fine-tunes that VAE (--init-vae --continue-vae): it trains, and the weights move
+        d2 = os.path.join(d, "continued")
+        r = subprocess.run([sys.executable, os.path.join(os.path.dirname(HERE), "train.py"), "--tiny", "--out", d2,
+                            "--init-vae", os.path.join(d, "model"), "--continue-vae", "--vae-seconds", "2",
+                            "--gpt-seconds", "2", "--no-eval"], capture_output=True, text=True, timeout=900)
+        assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+        import json
+        assert json.load(open(os.path.join(d2, "report.json")))["timings"]["vae_steps"] > 0
+        a, _ = E.load_safetensors(os.path.join(d, "model", "shape_tokenizer.safetensors"))
+        b, _ = E.load_safetensors(os.path.join(d2, "model", "shape_tokenizer.safetensors"))
+        assert a.keys() == b.keys()
+        assert any(not torch.equal(a[k], b[k]) for k in a if k.startswith("encoder."))
 
-
-if __name__ == "__main__":
-    test_default_config_key_sets()
-    test_export_roundtrip_and_kv_equivalence()
-    test_tiny_training_run()
-    print("pipeline: OK")
 
 
 def test_divergence_guard_restores_and_halves_lr():
@@ -107,3 +113,11 @@ def test_divergence_guard_restores_and_halves_lr():
     assert restored and guard.scale == 0.5
     for k, v in m.state_dict().items():
         assert torch.equal(v, good[k])
+
+
+if __name__ == "__main__":
+    test_default_config_key_sets()
+    test_export_roundtrip_and_kv_equivalence()
+    test_tiny_training_run()
+    test_divergence_guard_restores_and_halves_lr()
+    print("pipeline: OK")
