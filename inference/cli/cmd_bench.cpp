@@ -32,7 +32,20 @@ struct BenchArgs {
   int variant = 0;
   int reps = 2;
   bool quick = false;
+  std::vector<int> attribute;  // cuda-check: engine variants compared (pass 0 only) against the same reference
 };
+
+std::vector<int> int_list(const std::string& v) {  // "1,2,4"
+  std::vector<int> out;
+  size_t p = 0;
+  while (p < v.size()) {
+    size_t q = v.find(',', p);
+    if (q == std::string::npos) q = v.size();
+    out.push_back(std::atoi(v.substr(p, q - p).c_str()));
+    p = q + 1;
+  }
+  return out;
+}
 
 bool parse_args(int argc, char** argv, BenchArgs& a, const char* usage) {
   for (int i = 1; i < argc; ++i) {
@@ -45,22 +58,13 @@ bool parse_args(int argc, char** argv, BenchArgs& a, const char* usage) {
       return argv[++i];
     };
     if (k == "--synthetic") a.preset = val();
-    else if (k == "--batches") {
-      a.batches.clear();
-      std::string v = val();
-      size_t p = 0;
-      while (p < v.size()) {
-        size_t q = v.find(',', p);
-        if (q == std::string::npos) q = v.size();
-        a.batches.push_back(std::atoi(v.substr(p, q - p).c_str()));
-        p = q + 1;
-      }
-    } else if (k == "--steps-per-graph") a.steps_per_graph = std::atoi(val().c_str());
+    else if (k == "--batches") a.batches = int_list(val()); else if (k == "--steps-per-graph") a.steps_per_graph = std::atoi(val().c_str());
     else if (k == "--seed") a.seed = std::strtoull(val().c_str(), nullptr, 10);
     else if (k == "--no-pdl") a.pdl = false;
     else if (k == "--variant") a.variant = std::atoi(val().c_str());
     else if (k == "--reps") a.reps = std::atoi(val().c_str());
     else if (k == "--quick") a.quick = true;
+    else if (k == "--attribute") a.attribute = int_list(val());
     else if (k == "--help" || k == "-h") {
       std::printf("%s", usage);
       return false;
@@ -290,7 +294,8 @@ struct Cmp {
 
 int run_check(int argc, char** argv) {
   const char* usage =
-      "usage: cubeforge-gen cuda-check --synthetic v0.1|v0.5|tiny|micro1|micro2 [--seed S] [--no-pdl] [--variant BITS]\n";
+      "usage: cubeforge-gen cuda-check --synthetic v0.1|v0.5|tiny|micro1|micro2 [--seed S] [--no-pdl] [--variant BITS]\n"
+      "                                [--attribute BITS,BITS,...]   (also teacher-force engines of these variants)\n";
   BenchArgs a;
   if (!parse_args(argc, argv, a, usage)) return 0;
   std::string why;
@@ -343,12 +348,14 @@ int run_check(int argc, char** argv) {
     return bi;
   };
   testing::Fp32Reference ref(pr.cfg, N, s, src);
+  std::vector<float> rl0;  // pass 0's reference logits (fp32 weights, reference single block)
   for (int pass = 0; pass < 3; ++pass) {
     const SingleBlockAttention mode = pass == 1 ? SingleBlockAttention::Causal : SingleBlockAttention::Reference;
     if (pass == 2) ref.round_weights_to_bf16();
     std::vector<int32_t> eam;
     auto el = engine_logits(mode, true, N, &eam);
     auto rl = ref.forward(cond.data(), 2, true, tokens, N, mode);  // [2][N][Vs]
+    if (pass == 0) rl0 = rl;
     Cmp c;
     int raw_agree = 0;
     for (int k = 0; k < N; ++k) {
@@ -392,6 +399,34 @@ int run_check(int argc, char** argv) {
       std::printf("engine teacher-forced argmax == its own generate() tokens: %d/%d\n", same, N);
       if (same != N) ++failures;
     }
+  }
+  // error attribution: other engine variants (e.g. bit 4 = decode operands bf16 only, bit 5 = prefill operands bf16
+  // only) teacher-forced on the same tokens against pass 0's reference; informational, no pass/fail.
+  for (int v : a.attribute) {
+    EngineOptions ev = eo;
+    ev.variant = v;
+    ev.verbose = false;
+    auto e2 = CudaGptEngine::create(pr.cfg, N, s, src, 2, ev);
+    e2->prefill(cond.data(), 2, true);
+    double num = 0, den = 0, worst = 0;
+    int agree = 0;
+    for (int k = 0; k < N; ++k) {
+      std::vector<int32_t> a1;
+      auto l = e2->step_logits({tokens[k]}, g, SingleBlockAttention::Reference, true, &a1);
+      double n1 = 0, d1 = 0;
+      for (int r = 0; r < 2; ++r)
+        for (int u = 0; u < Vs; ++u) {
+          const double f = rl0[((size_t)r * N + k) * Vs + u], d = (double)l[(size_t)r * Vs + u] - f;
+          n1 += d * d;
+          d1 += f * f;
+        }
+      num += n1;
+      den += d1;
+      worst = std::max(worst, std::sqrt(n1 / d1));
+      agree += guided_argmax(rl0.data() + (size_t)k * Vs, rl0.data() + ((size_t)N + k) * Vs, k) == a1[0];
+    }
+    std::printf("attribution: variant %d vs fp32 reference (reference single block): logits rel L2 error %.3e "
+                "(worst step %.3e), guided greedy agreement %d/%d\n", v, std::sqrt(num / den), worst, agree, N);
   }
   // eager vs graph: bitwise
   {

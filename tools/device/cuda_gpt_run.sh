@@ -2,11 +2,15 @@
 # GPU-machine run for the CUDA GPT backend (issue 7): correctness (cuda-check), benchmarks (bench), variants and
 # compute-sanitizer, in one call. Logs go to $OUT; a short table is printed last.
 # Usage (device tool, repo root): bash tools/device/cuda_gpt_run.sh [STAGES]   STAGES: comma list of
-#   check,bench01,bench05,variants,profile,sanitize (default: all)
+#   check,checkmicro,bench01,bench05,variants,profile,sanitize (default: all)
+# Env: ATTRIB="16,32"  engine variants teacher-forced against the same fp32 reference in check01 (error attribution);
+#      VARIANTS="64 128" variant bit sets benchmarked (v0.1, quick, batch 1) in the variants stage.
 set -uo pipefail
 OUT=${OUT:-/tmp/cuda-gpt-out}
 mkdir -p "$OUT"
-STAGES=${1:-check,bench01,bench05,variants,profile,sanitize}
+STAGES=${1:-check,checkmicro,bench01,bench05,variants,profile,sanitize}
+ATTRIB=${ATTRIB:-}
+VARIANTS=${VARIANTS:-64 128}
 has() { [[ ",$STAGES," == *",$1,"* ]]; }
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv | tee "$OUT/gpu.txt"
@@ -31,16 +35,16 @@ if ! run smoke 60 "$BIN" bench --synthetic tiny --quick --batches 1 --reps 1; th
   tail -30 "$OUT/smoke.log"; exit 1
 fi
 grep -E "TPOT mean|error" "$OUT/smoke.log"
-has check && run checkmicro1 40 "$BIN" cuda-check --synthetic micro1
-has check && run checkmicro2 40 "$BIN" cuda-check --synthetic micro2
-has check && run checkmicro2_blocked 40 "$BIN" cuda-check --synthetic micro2 --variant 8
-has check && run check01 150 "$BIN" cuda-check --synthetic v0.1
+has checkmicro && run checkmicro1 40 "$BIN" cuda-check --synthetic micro1
+has checkmicro && run checkmicro2 40 "$BIN" cuda-check --synthetic micro2
+has check && run check01 200 "$BIN" cuda-check --synthetic v0.1 ${ATTRIB:+--attribute "$ATTRIB"}
 has bench01 && run bench01 100 "$BIN" bench --synthetic v0.1
 has bench05 && run bench05 120 "$BIN" bench --synthetic v0.5
 if has variants; then
   i=0
-  for v in "--variant 8"; do
-    i=$((i+1)); run "var$i" 60 "$BIN" bench --synthetic v0.1 --quick --batches 1,4 --reps 1 $v
+  for bits in $VARIANTS; do
+    v="--variant $bits"
+    i=$((i+1)); run "var$i" 60 "$BIN" bench --synthetic v0.1 --quick --batches 1 --reps 1 $v
     sed -i "1i variant: $v" "$OUT/var$i.log"
   done
 fi
@@ -66,10 +70,10 @@ if has sanitize && command -v compute-sanitizer >/dev/null; then
   run initcheck 100 compute-sanitizer --tool initcheck --print-limit 20 "$BIN" bench --synthetic tiny --quick --batches 1 --reps 1
 fi
 echo; echo "######## results"
-for f in "$OUT"/check01.log; do [ -f "$f" ] && { echo "--- $(basename "$f")"; grep -vE '^\s*$' "$f" | tail -14; }; done
+for f in "$OUT"/check01.log; do [ -f "$f" ] && { echo "--- $(basename "$f")"; grep -vE '^\s*$' "$f" | grep -vE '^  step [12]:' | tail -18; }; done
 for f in "$OUT"/bench01.log "$OUT"/bench05.log; do [ -f "$f" ] && { echo "--- $(basename "$f")"; sed -n '/== summary/,$p' "$f"; grep -E "WARNING|error|top-p:" "$f"; }; done
 for f in "$OUT"/var*.log; do [ -f "$f" ] && { echo "--- $(basename "$f") $(head -1 "$f")"; grep -E "TPOT mean|TPOT batch|error" "$f"; }; done
 [ -f "$OUT/profile_summary.txt" ] && { echo "--- profile (tiny, per kernel, isolated)"; cat "$OUT/profile_summary.txt"; }
-for f in "$OUT"/checkmicro1.log "$OUT"/checkmicro2.log "$OUT"/checkmicro2_blocked.log; do [ -f "$f" ] && { echo "--- $(basename "$f")"; grep -E "rel L2|identical|cancel|cuda-check|bitwise|step " "$f"; }; done
+for f in "$OUT"/checkmicro1.log "$OUT"/checkmicro2.log; do [ -f "$f" ] && { echo "--- $(basename "$f")"; grep -E "rel L2|identical|cancel|cuda-check|bitwise|step " "$f"; }; done
 for f in "$OUT"/sanitize.log "$OUT"/initcheck.log; do [ -f "$f" ] && { echo "--- $(basename "$f")"; grep -E "ERROR SUMMARY|Invalid|Uninitialized|error" "$f" | head -8; }; done
 exit 0

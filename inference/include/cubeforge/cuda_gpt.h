@@ -64,7 +64,10 @@ struct EngineOptions {
   bool verbose = true;                   // print VRAM use at load (stderr)
   int variant = 0;                       // kernel-shape experiments: bit 0 split-K o-proj, bit 1 16-warp down-proj,
                                          // bit 2 one GEMV block per SM (else as many as fit),
-                                         // bit 3 blocked decode-weight layout (experimental, unmeasured)
+                                         // bit 3 row-major decode weights (default: blocked 8x32 layout),
+                                         // bit 4 decode GEMV activations bf16 only (default: bf16 hi + lo parts),
+                                         // bit 5 prefill GEMM activations bf16 only (default: hi + lo parts),
+                                         // bit 6 qkv GEMV tiles of 8 outputs, bit 7 down GEMV 4-way split-K
 };
 
 class CudaGptEngine {

@@ -34,7 +34,7 @@ template <int K, int NTILE, int NW, int KSPLIT, int EPI, bool LN>
 struct Gemv {
   static constexpr int NT = 8 * NTILE;
   static size_t smem(int R) {
-    size_t s = LN ? (((size_t)R * (K + 32) * 2 + 15) & ~size_t(15)) + 16 * sizeof(float2) : 0;
+    size_t s = LN ? (((size_t)2 * R * (K + 32) * 2 + 15) & ~size_t(15)) + 16 * sizeof(float2) : 0;  // hi + lo rows
     return s + (size_t)NW * NTILE * 128 * 4 + 16 * NT * 4 + 32 * 4;
   }
   static inline int occ[2] = {1, 1};  // resident blocks per SM (M16 = false / true)
@@ -63,11 +63,13 @@ struct Gemv {
   }
 };
 using GemvQkv = Gemv<D, 2, 8, 1, EPI_QKV, true>;
+using GemvQkv1 = Gemv<D, 1, 8, 1, EPI_QKV, true>;   // variant bit 6: 576 tiles of 8 (288 of 16 leave a 2nd round)
 using GemvOproj = Gemv<D, 1, 8, 1, EPI_RESID, false>;
 using GemvOprojKs = Gemv<D, 1, 8, 2, EPI_RESID, false>;
 using GemvGateUp = Gemv<D, 2, 8, 1, EPI_SWIGLU, true>;
 using GemvDownKs = Gemv<F, 1, 8, 2, EPI_RESID, false>;
 using GemvDown16 = Gemv<F, 1, 16, 2, EPI_RESID, false>;
+using GemvDownKs4 = Gemv<F, 1, 8, 4, EPI_RESID, false>;  // variant bit 7: 4-way split-K, 2 blocks per SM
 using GemvLm = Gemv<D, 2, 8, 1, EPI_LMHEAD, true>;
 
 struct LayerW {
@@ -107,15 +109,17 @@ struct CudaGptEngine::Impl {
   float2* rope = nullptr;
   float *x = nullptr, *stats = nullptr, *apart = nullptr, *ks_scratch = nullptr, *lm_val = nullptr, *guided = nullptr,
         *raw = nullptr;
-  bf16 *qkv = nullptr, *att = nullptr, *hbuf = nullptr, *sconst = nullptr;
+  float *qkv = nullptr, *sconst = nullptr;
+  bf16 *att = nullptr, *att_lo = nullptr, *hbuf = nullptr, *hbuf_lo = nullptr;
   unsigned *acnt = nullptr, *ks_cnt = nullptr;
   int *lm_idx = nullptr, *tokens = nullptr, *h_tokens = nullptr, *h_tokens_dev = nullptr;
   Ctl* ctl = nullptr;
   Dyn* dyn = nullptr;
-  float *pc = nullptr, *pacc = nullptr;
-  bf16 *pact = nullptr, *pq = nullptr, *patt = nullptr;
+  float *pc = nullptr, *pacc = nullptr, *pq = nullptr;
+  bf16 *pact = nullptr, *patt = nullptr;
   int lm_blocks = 0;
   int nsm = 132, per_sm = 0, blocked = 0;
+  int split_dec = 1, split_pre = 1;  // activation operands as bf16 hi + lo (decode GEMVs / prefill GEMMs)
 
   int R = 0, P = 0;
   bool cfg_on = false, prefilled = false;
@@ -341,15 +345,19 @@ struct CudaGptEngine::Impl {
     }
     x = dalloc<float>((size_t)Rmax * D);
     stats = dalloc<float>((size_t)Rmax * NSLOT * 2);
-    qkv = dalloc<bf16>((size_t)Rmax * QKV_LD);
+    qkv = dalloc<float>((size_t)Rmax * QKV_LD);
     att = dalloc<bf16>((size_t)Rmax * D);
+    att_lo = dalloc<bf16>((size_t)Rmax * D);
     hbuf = dalloc<bf16>((size_t)Rmax * F);
-    sconst = dalloc<bf16>((size_t)Rmax * D);
+    hbuf_lo = dalloc<bf16>((size_t)Rmax * F);
+    CF_CUDA(cudaMemset(att_lo, 0, (size_t)Rmax * D * 2));
+    CF_CUDA(cudaMemset(hbuf_lo, 0, (size_t)Rmax * F * 2));
+    sconst = dalloc<float>((size_t)Rmax * D);
     const int maxs = std::max(maxs_dual, maxs_single);
     apart = dalloc<float>((size_t)Rmax * H * maxs * (HD + 2));
     acnt = dalloc<unsigned>((size_t)Rmax * H);
     CF_CUDA(cudaMemset(acnt, 0, (size_t)Rmax * H * sizeof(unsigned)));
-    ks_scratch = dalloc<float>((size_t)(D / 8) * 2 * 16 * 8);
+    ks_scratch = dalloc<float>((size_t)(D / 8) * 4 * 16 * 8);  // tiles x KSPLIT (<= 4) x 16 rows x 8
     ks_cnt = dalloc<unsigned>(D / 8);
     CF_CUDA(cudaMemset(ks_cnt, 0, (D / 8) * sizeof(unsigned)));
     lm_blocks = GemvLm::blocks(Vs);
@@ -365,11 +373,13 @@ struct CudaGptEngine::Impl {
     CF_CUDA(cudaMemset(dyn, 0, sizeof(Dyn)));
     const size_t M = (size_t)Rmax * s;
     pc = dalloc<float>(M * D);
-    pacc = dalloc<float>(M * 2 * F);
-    pact = dalloc<bf16>(M * F);
-    pq = dalloc<bf16>(M * D);
-    patt = dalloc<bf16>(M * D);
+    pacc = dalloc<float>(2 * M * 2 * F);  // hi rows then lo rows (split_pre)
+    pact = dalloc<bf16>(2 * M * F);
+    pq = dalloc<float>(M * D);
+    patt = dalloc<bf16>(2 * M * D);
     GemvQkv::prepare();
+    GemvQkv1::prepare();
+    GemvDownKs4::prepare();
     GemvOproj::prepare();
     GemvOprojKs::prepare();
     GemvGateUp::prepare();
@@ -387,32 +397,39 @@ struct CudaGptEngine::Impl {
 
   void run_cond_stream() {
     const int M = R * s;
+    const bool sp = split_pre != 0;
+    const int Mg = sp ? 2 * M : M;  // GEMM rows: hi parts, then lo parts
+    const long loD = sp ? (long)M * D : 0, loF = sp ? (long)M * F : 0;
     const int eb = std::min<long>(4096, ((long)M * D + 255) / 256);
+    const dim3 agrid(R, H, (s + 3) / 4);
     for (int l = 0; l < L; ++l) {
       const LayerW& w = layers[l];
       bf16* k_l = kc_layer(kc, l);
       bf16* v_l = kc_layer(vc, l);
-      ln_rows_kernel<<<M, 256, 0, stream>>>(pc, pact, cfg.eps);
+      ln_rows_kernel<<<M, 256, 0, stream>>>(pc, pact, cfg.eps, loD);
       CF_CUDA(cudaGetLastError());
       if (!w.cond_pre_only) {
-        gemm(pact, M, D, w.c_qkv, 3 * D, pacc);
-        cond_qkv_post_kernel<<<dim3(M, H), 128, 0, stream>>>(pacc, 3 * D, w.c_vb, 0, w.c_qn, w.c_kn, s, Tdual, pq, k_l, v_l);
+        gemm(pact, Mg, D, w.c_qkv, 3 * D, pacc);
+        cond_qkv_post_kernel<<<dim3(M, H), 128, 0, stream>>>(pacc, 3 * D, sp ? (long)M * 3 * D : 0, w.c_vb, 0, w.c_qn,
+                                                             w.c_kn, s, Tdual, pq, k_l, v_l);
         CF_CUDA(cudaGetLastError());
-        cond_attn_kernel<<<dim3(R, H), 128, 0, stream>>>(pq, k_l, v_l, s, Tdual, patt);
+        cond_attn_kernel<<<agrid, 128, 0, stream>>>(pq, k_l, v_l, s, Tdual, patt, loD);
         CF_CUDA(cudaGetLastError());
-        gemm(patt, M, D, w.c_o, D, pacc);
-        bias_resid_kernel<<<eb, 256, 0, stream>>>(pacc, w.c_ob, pc, (long)M * D);
+        gemm(patt, Mg, D, w.c_o, D, pacc);
+        bias_resid_kernel<<<eb, 256, 0, stream>>>(pacc, loD, w.c_ob, pc, (long)M * D);
         CF_CUDA(cudaGetLastError());
-        ln_rows_kernel<<<M, 256, 0, stream>>>(pc, pact, cfg.eps);
-        gemm(pact, M, D, w.c_gu, 2 * F, pacc);
-        swiglu_rows_kernel<<<4096, 256, 0, stream>>>(pacc, w.c_gub, pact, M);
+        ln_rows_kernel<<<M, 256, 0, stream>>>(pc, pact, cfg.eps, loD);
         CF_CUDA(cudaGetLastError());
-        gemm(pact, M, F, w.c_dn, D, pacc);
-        bias_resid_kernel<<<eb, 256, 0, stream>>>(pacc, w.c_dnb, pc, (long)M * D);
+        gemm(pact, Mg, D, w.c_gu, 2 * F, pacc);
+        swiglu_rows_kernel<<<4096, 256, 0, stream>>>(pacc, sp ? (long)M * 2 * F : 0, w.c_gub, pact, loF, M);
+        CF_CUDA(cudaGetLastError());
+        gemm(pact, Mg, F, w.c_dn, D, pacc);
+        bias_resid_kernel<<<eb, 256, 0, stream>>>(pacc, loD, w.c_dnb, pc, (long)M * D);
         CF_CUDA(cudaGetLastError());
       } else {
-        gemm(pact, M, D, w.c_qkv, 2 * D, pacc);
-        cond_qkv_post_kernel<<<dim3(M, H), 128, 0, stream>>>(pacc, 2 * D, w.c_vb, 1, nullptr, w.c_kn, s, Tdual, pq, k_l, v_l);
+        gemm(pact, Mg, D, w.c_qkv, 2 * D, pacc);
+        cond_qkv_post_kernel<<<dim3(M, H), 128, 0, stream>>>(pacc, 2 * D, sp ? (long)M * 2 * D : 0, w.c_vb, 1, nullptr,
+                                                             w.c_kn, s, Tdual, pq, k_l, v_l);
         CF_CUDA(cudaGetLastError());
       }
     }
@@ -429,11 +446,12 @@ struct CudaGptEngine::Impl {
     p.stats_out = stats;
     p.ks_scratch = ks_scratch;
     p.ks_cnt = ks_cnt;
+    p.split = split_dec;
     return p;
   }
 
-  void block_step(const LayerW& w, bf16* k_l, bf16* v_l, int T, int coff, int maxs, bool attn, const bf16* add2,
-                  bf16* save_y) {
+  void block_step(const LayerW& w, bf16* k_l, bf16* v_l, int T, int coff, int maxs, bool attn, const float* add2,
+                  float* save_y) {
     const bool pdl = opts.pdl;
     if (attn) {
       GemvParams q = base_params();
@@ -441,9 +459,10 @@ struct CudaGptEngine::Impl {
       q.N = 3 * D;
       q.bias = w.x_vb;
       q.bias_from = 2 * D;
-      q.out = qkv;
+      q.out_f = qkv;
       q.ld_out = QKV_LD;
-      GemvQkv::run(q, stream, pdl, nsm, per_sm);
+      if (opts.variant & 64) GemvQkv1::run(q, stream, pdl, nsm, per_sm);
+      else GemvQkv::run(q, stream, pdl, nsm, per_sm);
       AttnParams a = {};
       a.qkv = qkv;
       a.qnorm = w.x_qn;
@@ -458,12 +477,14 @@ struct CudaGptEngine::Impl {
       a.part = apart;
       a.cnt = acnt;
       a.out = att;
+      a.out_lo = att_lo;
       a.maxs = maxs;
       launch(attn_decode_kernel, dim3(maxs, H, R), dim3(128), 0, stream, pdl, a);
       GemvParams o = base_params();
       o.W = w.x_o;
       o.N = D;
       o.A = att;
+      o.A_lo = att_lo;
       o.bias = w.x_ob;
       o.save_y = save_y;
       if (opts.variant & 1) GemvOprojKs::run(o, stream, pdl, nsm, per_sm);
@@ -474,15 +495,18 @@ struct CudaGptEngine::Impl {
     g.N = 2 * F;
     g.bias = w.x_gub;
     g.out = hbuf;
+    g.out_lo = hbuf_lo;
     g.ld_out = F;
     GemvGateUp::run(g, stream, pdl, nsm, per_sm);
     GemvParams d = base_params();
     d.W = w.x_dn;
     d.N = D;
     d.A = hbuf;
+    d.A_lo = hbuf_lo;
     d.bias = w.x_dnb;
     d.add2 = add2;
     if (opts.variant & 2) GemvDown16::run(d, stream, pdl, nsm, per_sm);
+    else if (opts.variant & 128) GemvDownKs4::run(d, stream, pdl, nsm, per_sm);
     else GemvDownKs::run(d, stream, pdl, nsm, per_sm);
   }
 
@@ -494,7 +518,7 @@ struct CudaGptEngine::Impl {
     }
     for (int l = 0; l < L; ++l) {
       const bool last = (l == L - 1);
-      const bf16* add2 = (last && !k.step0 && !k.causal) ? sconst : nullptr;
+      const float* add2 = (last && !k.step0 && !k.causal) ? sconst : nullptr;
       block_step(layers[l], kc_layer(kc, l), kc_layer(vc, l), Tdual, s, maxs_dual, true, add2, nullptr);
     }
     const bool sattn = k.step0 || k.causal;
@@ -655,7 +679,9 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
   m.dev_name = prop.name;
   m.nsm = prop.multiProcessorCount;
   m.per_sm = (opts.variant & 4) ? 1 : 0;
-  m.blocked = (opts.variant & 8) ? 1 : 0;  // blocked layout: experimental, not yet measured on the GPU
+  m.blocked = (opts.variant & 8) ? 0 : 1;     // blocked weight layout (default; bit 3 = row-major)
+  m.split_dec = (opts.variant & 16) ? 0 : 1;  // bit 4: decode GEMV activations bf16 only (no lo part)
+  m.split_pre = (opts.variant & 32) ? 0 : 1;  // bit 5: prefill GEMM activations bf16 only (no lo part)
   CF_CUDA(cudaStreamCreateWithFlags(&m.stream, cudaStreamNonBlocking));
   if (cublasCreate(&m.blas) != CUBLAS_STATUS_SUCCESS) throw cubeforge::Error("CUDA GPT: cublasCreate failed");
   CF_BLAS(cublasSetStream(m.blas, m.stream));

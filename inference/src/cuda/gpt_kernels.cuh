@@ -42,18 +42,22 @@ struct GemvParams {
   int N;
   int blocked;
   int R;               // rows (<= 16)
-  const bf16* A;       // non-LN input [R][K] bf16
+  const bf16* A;       // non-LN input [R][K]: bf16 high part of the fp32 activation
+  const bf16* A_lo;    // non-LN input [R][K]: bf16 low part (activation - high), used when split
+  int split;           // 1: activation = hi + lo (two bf16 parts, ~16 mantissa bits); 0: hi only (bf16 operand)
   const float* X;      // LN input [R][D] fp32
   const float* stats;  // LN input partial stats [R][NSLOT] (sum, sumsq) over 8 columns each
   float eps;
   const bf16* bias;    // bias per output column (EPI_QKV: for columns >= bias_from)
   int bias_from;
-  bf16* out;           // EPI_QKV / EPI_SWIGLU output
+  float* out_f;        // EPI_QKV output (fp32)
+  bf16* out;           // EPI_SWIGLU output: hi part
+  bf16* out_lo;        // EPI_SWIGLU output: lo part
   int ld_out;
   float* resid;        // EPI_RESID: residual stream x [R][D] (x += y)
   float* stats_out;    // EPI_RESID: partial stats of the new x
-  const bf16* add2;    // EPI_RESID: optional second residual add (single-block constant)
-  bf16* save_y;        // EPI_RESID: optional copy of y
+  const float* add2;   // EPI_RESID: optional second residual add (single-block constant, fp32)
+  float* save_y;       // EPI_RESID: optional copy of y (fp32)
   float* ks_scratch;   // KSPLIT > 1: partial tiles
   unsigned* ks_cnt;    // KSPLIT > 1: per-tile arrival counters (left at 0)
   // EPI_LMHEAD
@@ -101,6 +105,14 @@ __device__ inline void emit_tokens(const int* tok, int p_begin, int p_end, const
   }
 }
 
+// fp32 activation -> bf16 hi + bf16 lo (v - hi, rounded): hi + lo carries ~16 mantissa bits, so a GEMV that runs
+// its MMA on both parts sees the fp32 activation up to ~2^-17 relative instead of bf16's 2^-9.
+__device__ __forceinline__ void split_store(bf16* hi, bf16* lo, size_t i, float v) {
+  const bf16 h = __float2bfloat16_rn(v);
+  hi[i] = h;
+  lo[i] = __float2bfloat16_rn(v - __bfloat162float(h));
+}
+
 // ---- GEMV on tensor cores: y[r][n] = sum_k a[r][k] W[n][k] for R <= 16 rows, one weight read for all rows -------
 // A block computes tiles of NT = 8 NTILE outputs over a K range (KSPLIT ranges per tile, combined by the last of the
 // pair in a fixed order); its NW warps split that range. Each warp runs mma.m16n8k16 (rows = M, padded with zeros);
@@ -129,8 +141,10 @@ __device__ __forceinline__ void gemv_load_w(uint4 (&w)[K / KSPLIT / (32 * NW)][N
   }
 }
 
+// Batch <= 4 prompts (M16 false) with <= 1536 columns per block: at most 128 registers, so two blocks share an SM
+// (more weight bytes in flight, one block's reduction/epilogue overlaps the other's loads).
 template <int K, int NTILE, int NW, int KSPLIT, int EPI, bool LN, bool M16>
-__global__ void __launch_bounds__(NW * 32) gemv_kernel(const GemvParams p) {
+__global__ void __launch_bounds__(NW * 32, (!M16 && K / KSPLIT <= 1536) ? 2 : 1) gemv_kernel(const GemvParams p) {
   constexpr int KS = K / KSPLIT;
   constexpr int CPW = KS / (32 * NW);
   static_assert(CPW * 32 * NW == KS, "K split");
@@ -154,7 +168,7 @@ __global__ void __launch_bounds__(NW * 32) gemv_kernel(const GemvParams p) {
   const bf16* act = reinterpret_cast<const bf16*>(smem);
   if constexpr (LN) {
     bf16* act_w = reinterpret_cast<bf16*>(smem);
-    off = ((size_t)R * AST * 2 + 15) & ~size_t(15);
+    off = ((size_t)2 * R * AST * 2 + 15) & ~size_t(15);  // hi rows [R][AST], then lo rows [R][AST]
     float2* st = reinterpret_cast<float2*>(smem + off);
     off += 16 * sizeof(float2);
     for (int r = warp; r < R; r += NW) {
@@ -178,12 +192,19 @@ __global__ void __launch_bounds__(NW * 32) gemv_kernel(const GemvParams p) {
       const int r = v / (K / 8), k8 = (v % (K / 8)) * 8;
       const float4 a = ld_cg_f4(p.X + (size_t)r * D + k8), b = ld_cg_f4(p.X + (size_t)r * D + k8 + 4);
       const float2 m = st[r];
-      uint4 o;
-      o.x = pack_bf2((a.x - m.x) * m.y, (a.y - m.x) * m.y);
-      o.y = pack_bf2((a.z - m.x) * m.y, (a.w - m.x) * m.y);
-      o.z = pack_bf2((b.x - m.x) * m.y, (b.y - m.x) * m.y);
-      o.w = pack_bf2((b.z - m.x) * m.y, (b.w - m.x) * m.y);
+      const float y[8] = {(a.x - m.x) * m.y, (a.y - m.x) * m.y, (a.z - m.x) * m.y, (a.w - m.x) * m.y,
+                          (b.x - m.x) * m.y, (b.y - m.x) * m.y, (b.z - m.x) * m.y, (b.w - m.x) * m.y};
+      uint4 o, ol;
+      o.x = pack_bf2(y[0], y[1]);
+      o.y = pack_bf2(y[2], y[3]);
+      o.z = pack_bf2(y[4], y[5]);
+      o.w = pack_bf2(y[6], y[7]);
+      ol.x = pack_bf2(y[0] - bf_lo(o.x), y[1] - bf_hi(o.x));
+      ol.y = pack_bf2(y[2] - bf_lo(o.y), y[3] - bf_hi(o.y));
+      ol.z = pack_bf2(y[4] - bf_lo(o.z), y[5] - bf_hi(o.z));
+      ol.w = pack_bf2(y[6] - bf_lo(o.w), y[7] - bf_hi(o.w));
       *reinterpret_cast<uint4*>(act_w + (size_t)r * AST + k8) = o;
+      *reinterpret_cast<uint4*>(act_w + (size_t)(R + r) * AST + k8) = ol;
     }
     __syncthreads();
   }
@@ -194,24 +215,60 @@ __global__ void __launch_bounds__(NW * 32) gemv_kernel(const GemvParams p) {
   auto process = [&](const uint4 (&w)[CPW][NTILE], int tile_id) {
     const int tile = tile_id / KSPLIT, ks = tile_id % KSPLIT;
     const int n0 = tile * NT, kbase = ks * KS;
-    float acc[NTILE][4];
+    // The activation is hi + lo (split_store). R <= 8: the lo parts go into the unused MMA rows 8..15 (free) and
+    // are added to rows 0..7 at the end; R > 8: a second MMA per fragment on the lo parts. Both give, per output,
+    // (sum of hi products) + (sum of lo products) in the same order, so 1 and 8 prompts stay bitwise identical.
+    float acc[NTILE][4], acc2[NTILE][4];
 #pragma unroll
-    for (int tt = 0; tt < NTILE; ++tt) acc[tt][0] = acc[tt][1] = acc[tt][2] = acc[tt][3] = 0.f;
+    for (int tt = 0; tt < NTILE; ++tt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[tt][i] = acc2[tt][i] = 0.f;
+    const bool split = p.split != 0;
 #pragma unroll
     for (int c = 0; c < CPW; ++c) {
       const int k = kbase + (c * NW + warp) * 32 + t4 * 8;
-      uint4 lo = make_uint4(0, 0, 0, 0), hi = make_uint4(0, 0, 0, 0);
+      uint4 a0 = make_uint4(0, 0, 0, 0), a1 = a0, l0 = a0, l1 = a0;  // hi row g, hi row g+8, lo row g, lo row g+8
       if constexpr (LN) {
-        if (g < R) lo = *reinterpret_cast<const uint4*>(act + (size_t)g * AST + k);
-        if (M16 && g + 8 < R) hi = *reinterpret_cast<const uint4*>(act + (size_t)(g + 8) * AST + k);
+        if (g < R) {
+          a0 = *reinterpret_cast<const uint4*>(act + (size_t)g * AST + k);
+          if (split) l0 = *reinterpret_cast<const uint4*>(act + (size_t)(R + g) * AST + k);
+        }
+        if (M16 && g + 8 < R) {
+          a1 = *reinterpret_cast<const uint4*>(act + (size_t)(g + 8) * AST + k);
+          if (split) l1 = *reinterpret_cast<const uint4*>(act + (size_t)(R + g + 8) * AST + k);
+        }
       } else {
-        if (g < R) lo = ld_cg16(p.A + (size_t)g * K + k);
-        if (M16 && g + 8 < R) hi = ld_cg16(p.A + (size_t)(g + 8) * K + k);
+        if (g < R) {
+          a0 = ld_cg16(p.A + (size_t)g * K + k);
+          if (split) l0 = ld_cg16(p.A_lo + (size_t)g * K + k);
+        }
+        if (M16 && g + 8 < R) {
+          a1 = ld_cg16(p.A + (size_t)(g + 8) * K + k);
+          if (split) l1 = ld_cg16(p.A_lo + (size_t)(g + 8) * K + k);
+        }
       }
+      if constexpr (!M16) a1 = l0;  // rows 8..15 carry the lo parts of rows 0..7
 #pragma unroll
       for (int tt = 0; tt < NTILE; ++tt) {
-        mma_bf16_16816(acc[tt], lo.x, hi.x, lo.y, hi.y, w[c][tt].x, w[c][tt].y);
-        mma_bf16_16816(acc[tt], lo.z, hi.z, lo.w, hi.w, w[c][tt].z, w[c][tt].w);
+        mma_bf16_16816(acc[tt], a0.x, a1.x, a0.y, a1.y, w[c][tt].x, w[c][tt].y);
+        mma_bf16_16816(acc[tt], a0.z, a1.z, a0.w, a1.w, w[c][tt].z, w[c][tt].w);
+        if (M16 && split) {
+          mma_bf16_16816(acc2[tt], l0.x, l1.x, l0.y, l1.y, w[c][tt].x, w[c][tt].y);
+          mma_bf16_16816(acc2[tt], l0.z, l1.z, l0.w, l1.w, w[c][tt].z, w[c][tt].w);
+        }
+      }
+    }
+    if (split) {
+#pragma unroll
+      for (int tt = 0; tt < NTILE; ++tt) {
+        if constexpr (M16) {
+#pragma unroll
+          for (int i = 0; i < 4; ++i) acc[tt][i] += acc2[tt][i];
+        } else {
+          acc[tt][0] += acc[tt][2];
+          acc[tt][1] += acc[tt][3];
+          acc[tt][2] = acc[tt][3] = 0.f;
+        }
       }
     }
     // cross-warp reduction (fixed order: deterministic)
@@ -256,17 +313,17 @@ __global__ void __launch_bounds__(NW * 32) gemv_kernel(const GemvParams p) {
         if (col >= p.N) continue;
         float v = outs[r * NT + c];
         if (col >= p.bias_from) v += bf(p.bias[col - p.bias_from]);
-        p.out[(size_t)r * p.ld_out + col] = __float2bfloat16_rn(v);
+        p.out_f[(size_t)r * p.ld_out + col] = v;
       }
     } else if constexpr (EPI == EPI_RESID) {
       for (int e = threadIdx.x; e < R * NT; e += NW * 32) {
         const int r = e / NT, c = e % NT, col = n0 + c;
-        const float y = round_bf(outs[r * NT + c] + bf(p.bias[col]));
+        const float y = outs[r * NT + c] + bf(p.bias[col]);
         float x = __ldcg(p.resid + (size_t)r * D + col);
         x = x + y;
-        if (p.add2) x = x + bf(__ldcg(p.add2 + (size_t)r * D + col));
+        if (p.add2) x = x + __ldcg(p.add2 + (size_t)r * D + col);
         p.resid[(size_t)r * D + col] = x;
-        if (p.save_y) p.save_y[(size_t)r * D + col] = __float2bfloat16_rn(y);
+        if (p.save_y) p.save_y[(size_t)r * D + col] = y;
         outs[r * NT + c] = x;
       }
       __syncthreads();
@@ -286,10 +343,10 @@ __global__ void __launch_bounds__(NW * 32) gemv_kernel(const GemvParams p) {
       for (int e = threadIdx.x; e < R * NF; e += NW * 32) {
         const int r = e / NF, j = e % NF, m = j / 8, cc = j % 8;
         const int cg = 2 * m * 8 + cc, cu = (2 * m + 1) * 8 + cc;
-        const float gv = round_bf(outs[r * NT + cg] + bf(p.bias[n0 + cg]));
-        const float uv = round_bf(outs[r * NT + cu] + bf(p.bias[n0 + cu]));
-        const float sg = round_bf(gv / (1.f + __expf(-gv)));
-        p.out[(size_t)r * p.ld_out + n0 / 2 + j] = __float2bfloat16_rn(sg * uv);
+        const float gv = outs[r * NT + cg] + bf(p.bias[n0 + cg]);
+        const float uv = outs[r * NT + cu] + bf(p.bias[n0 + cu]);
+        const float sg = gv / (1.f + __expf(-gv));
+        split_store(p.out, p.out_lo, (size_t)r * p.ld_out + n0 / 2 + j, sg * uv);
       }
     } else if constexpr (EPI == EPI_LMHEAD) {
       const Ctl* ctl = p.ctl;
@@ -300,15 +357,15 @@ __global__ void __launch_bounds__(NW * 32) gemv_kernel(const GemvParams p) {
       if (ctl->write_raw)
         for (int e = threadIdx.x; e < R * NT; e += NW * 32) {
           const int r = e / NT, c = e % NT, col = n0 + c;
-          if (col < V) p.raw[(size_t)r * V + col] = round_bf(outs[r * NT + c]);
+          if (col < V) p.raw[(size_t)r * V + col] = outs[r * NT + c];
         }
       __syncthreads();
       for (int e = threadIdx.x; e < P * NT; e += NW * 32) {
         const int pp = e / NT, c = e % NT, col = n0 + c;
-        const float lc = round_bf(outs[pp * NT + c]);
+        const float lc = outs[pp * NT + c];
         float gv = lc;
         if (cfg) {
-          const float lu = round_bf(outs[(P + pp) * NT + c]);
+          const float lu = outs[(P + pp) * NT + c];
           gv = __fsub_rn(__fmul_rn(g1, lc), __fmul_rn(gm, lu));
         }
         if (col >= V) gv = -INFINITY;
@@ -390,7 +447,7 @@ __global__ void __launch_bounds__(NW * 32) gemv_kernel(const GemvParams p) {
 
 // ---- decode attention (flash-decoding): q/k RMSNorm + RoPE + KV write + split softmax + last-block combine -------
 struct AttnParams {
-  const bf16* qkv;     // [R][QKV_LD]: raw q | raw k | v (+bias)
+  const float* qkv;    // [R][QKV_LD]: raw q | raw k | v (+bias), fp32
   const float* qnorm;
   const float* knorm;
   bf16* kc;            // this layer's caches [R][H][T][HD] (rotated keys)
@@ -402,7 +459,8 @@ struct AttnParams {
   const Dyn* dyn;
   float* part;         // [R][H][maxs][HD + 2]
   unsigned* cnt;       // [R][H], left at 0
-  bf16* out;           // [R][D]
+  bf16* out;           // [R][D] hi part
+  bf16* out_lo;        // [R][D] lo part
   int maxs;
 };
 
@@ -414,15 +472,15 @@ __device__ inline float block128_sum(float v, float* red4) {
   return red4[0] + red4[1] + red4[2] + red4[3];
 }
 
-// RMSNorm (eps 1e-5, fp32, rounded to bf16), then interleaved RoPE (fp32 products, rounded to bf16). Thread = dim.
+// RMSNorm (eps 1e-5) then interleaved RoPE, all fp32 (keys are rounded to bf16 only when cached). Thread = dim.
 __device__ inline float norm_rope(float raw, float wnorm, float2 cs, float* red4) {
   const float ss = block128_sum(raw * raw, red4);
-  const float y = round_bf(raw * rsqrtf(ss * (1.f / HD) + 1e-5f) * wnorm);
+  const float y = raw * rsqrtf(ss * (1.f / HD) + 1e-5f) * wnorm;
   const float other = __shfl_xor_sync(0xffffffffu, y, 1);
   float o;
   if ((threadIdx.x & 1) == 0) o = __fsub_rn(__fmul_rn(y, cs.x), __fmul_rn(other, cs.y));
   else o = __fadd_rn(__fmul_rn(other, cs.y), __fmul_rn(y, cs.x));
-  return round_bf(o);
+  return o;
 }
 
 __global__ void __launch_bounds__(128) attn_decode_kernel(const AttnParams p) {
@@ -454,17 +512,17 @@ __global__ void __launch_bounds__(128) attn_decode_kernel(const AttnParams p) {
   __shared__ __align__(16) float qs[HD], kn[HD], vn[HD], red4[4], wm[4], wl[4], ow[4][HD];
   __shared__ int last;
   const float2 cs = p.rope[pos * (HD / 2) + tid / 2];
-  const bf16* qrow = p.qkv + (size_t)r * QKV_LD + h * HD;
-  const float qraw = bf(__ldcg(qrow + tid));
+  const float* qrow = p.qkv + (size_t)r * QKV_LD + h * HD;
+  const float qraw = __ldcg(qrow + tid);
   qs[tid] = norm_rope(qraw, p.qnorm[tid], cs, red4);
   const bool has_cur = cur < L && cur >= j0 && cur < j0 + ACH;
-  if (has_cur) {
-    const float kraw = bf(__ldcg(qrow + D + tid));
-    const float kv = norm_rope(kraw, p.knorm[tid], cs, red4);
-    const bf16 vv = __ldcg(qrow + 2 * D + tid);
-    kn[tid] = kv;
+  if (has_cur) {  // the current key/value as cached (bf16), so every step sees the same values for this slot
+    const float kraw = __ldcg(qrow + D + tid);
+    const bf16 kb = __float2bfloat16_rn(norm_rope(kraw, p.knorm[tid], cs, red4));
+    const bf16 vv = __float2bfloat16_rn(__ldcg(qrow + 2 * D + tid));
+    kn[tid] = bf(kb);
     vn[tid] = bf(vv);
-    p.kc[base + (size_t)cur * HD + tid] = __float2bfloat16_rn(kv);
+    p.kc[base + (size_t)cur * HD + tid] = kb;
     p.vc[base + (size_t)cur * HD + tid] = vv;
   }
   __syncthreads();
@@ -524,7 +582,7 @@ __global__ void __launch_bounds__(128) attn_decode_kernel(const AttnParams p) {
   const float od = ow[0][tid] + ow[1][tid] + ow[2][tid] + ow[3][tid];
   const float lsum = wl[0] + wl[1] + wl[2] + wl[3];
   if (nsplit == 1) {
-    p.out[(size_t)r * D + h * HD + tid] = __float2bfloat16_rn(od / lsum);
+    split_store(p.out, p.out_lo, (size_t)r * D + h * HD + tid, od / lsum);
     return;
   }
   float* mypart = p.part + ((size_t)(r * H + h) * p.maxs + split) * (HD + 2);
@@ -548,7 +606,7 @@ __global__ void __launch_bounds__(128) attn_decode_kernel(const AttnParams p) {
     Ls += __ldcg(parts + s * (HD + 2) + HD + 1) * f;
     O += __ldcg(parts + s * (HD + 2) + tid) * f;
   }
-  p.out[(size_t)r * D + h * HD + tid] = __float2bfloat16_rn(O / Ls);
+  split_store(p.out, p.out_lo, (size_t)r * D + h * HD + tid, O / Ls);
   if (tid == 0) p.cnt[r * H + h] = 0;
 }
 
@@ -737,8 +795,10 @@ __global__ void convert_kernel(const float* src, bf16* dst, long rows, long cols
 }
 
 // ---- cond-stream prefill kernels (rows m = r * s + j) ------------------------------------------------------------
-// LayerNorm (no affine) of fp32 rows to bf16: block per row, 256 threads, two-pass.
-__global__ void __launch_bounds__(256) ln_rows_kernel(const float* X, bf16* Y, float eps) {
+// The bf16 GEMM operands are split like the decode GEMV's (split_store): the hi parts are rows 0..M-1 and the lo
+// parts rows M..2M-1 of one GEMM of 2M rows, so the fp32 output of row m is C[m] + C[M + m]. lo == 0: hi only.
+// LayerNorm (no affine) of fp32 rows to bf16 hi (+ lo at Y + lo): block per row, 256 threads, two-pass.
+__global__ void __launch_bounds__(256) ln_rows_kernel(const float* X, bf16* Y, float eps, long lo) {
   const float* x = X + (size_t)blockIdx.x * D;
   __shared__ float sh[32];
   float v[D / 256];
@@ -755,93 +815,106 @@ __global__ void __launch_bounds__(256) ln_rows_kernel(const float* X, bf16* Y, f
   const float var = block_sum_f<256>(q, sh) / D;
   const float rstd = rsqrtf(var + eps);
 #pragma unroll
-  for (int i = 0; i < D / 256; ++i) Y[(size_t)blockIdx.x * D + threadIdx.x + i * 256] = __float2bfloat16_rn((v[i] - mean) * rstd);
+  for (int i = 0; i < D / 256; ++i) {
+    const size_t o = (size_t)blockIdx.x * D + threadIdx.x + i * 256;
+    const float y = (v[i] - mean) * rstd;
+    if (lo) split_store(Y, Y + lo, o, y);
+    else Y[o] = __float2bfloat16_rn(y);
+  }
 }
 
-// qkv GEMM output (fp32 [M][QKV_LD]) of the cond rows: round to bf16 (+v bias), q/k RMSNorm (RoPE at position 0 is
-// the identity), q -> qbuf [M][D], k/v -> cache slots j. grid (M, H), 128 threads.
+// qkv GEMM output (fp32 [M][QKV_LD], lo rows at acc + lo) of the cond rows: (+v bias), q/k RMSNorm (RoPE at
+// position 0 is the identity), q -> qbuf [M][D] fp32, k/v -> cache slots j (bf16). grid (M, H), 128 threads.
 // kv_only: last dual block, the fp32 input is [M][2D] = k | v, both with bias (k bias = bias[0..D), v = bias[D..2D)).
-__global__ void __launch_bounds__(128) cond_qkv_post_kernel(const float* acc, int ld, const bf16* bias, int kv_only,
-                                                            const float* qnorm, const float* knorm, int s, int T,
-                                                            bf16* qbuf, bf16* kc, bf16* vc) {
+__global__ void __launch_bounds__(128) cond_qkv_post_kernel(const float* acc, int ld, long lo, const bf16* bias,
+                                                            int kv_only, const float* qnorm, const float* knorm, int s,
+                                                            int T, float* qbuf, bf16* kc, bf16* vc) {
   __shared__ float red4[4];
   const int m = blockIdx.x, h = blockIdx.y, d = threadIdx.x;
   const int r = m / s, j = m % s;
   const float* a = acc + (size_t)m * ld;
+  auto A = [&](int c) { return lo ? a[c] + a[lo + c] : a[c]; };
   const size_t slot = ((size_t)(r * H + h) * T + j) * HD + d;
   if (!kv_only) {
-    const float q = round_bf(a[h * HD + d]);
+    const float q = A(h * HD + d);
     const float ss = block128_sum(q * q, red4);
-    qbuf[(size_t)m * D + h * HD + d] = __float2bfloat16_rn(q * rsqrtf(ss * (1.f / HD) + 1e-5f) * qnorm[d]);
-    const float k = round_bf(a[D + h * HD + d]);
+    qbuf[(size_t)m * D + h * HD + d] = q * rsqrtf(ss * (1.f / HD) + 1e-5f) * qnorm[d];
+    const float k = A(D + h * HD + d);
     const float sk = block128_sum(k * k, red4);
     kc[slot] = __float2bfloat16_rn(k * rsqrtf(sk * (1.f / HD) + 1e-5f) * knorm[d]);
-    vc[slot] = __float2bfloat16_rn(a[2 * D + h * HD + d] + bf(bias[h * HD + d]));
+    vc[slot] = __float2bfloat16_rn(A(2 * D + h * HD + d) + bf(bias[h * HD + d]));
   } else {
-    const float k = round_bf(a[h * HD + d] + bf(bias[h * HD + d]));
+    const float k = A(h * HD + d) + bf(bias[h * HD + d]);
     const float sk = block128_sum(k * k, red4);
     kc[slot] = __float2bfloat16_rn(k * rsqrtf(sk * (1.f / HD) + 1e-5f) * knorm[d]);
-    vc[slot] = __float2bfloat16_rn(a[D + h * HD + d] + bf(bias[D + h * HD + d]));
+    vc[slot] = __float2bfloat16_rn(A(D + h * HD + d) + bf(bias[D + h * HD + d]));
   }
 }
 
-// Causal self-attention among the cond tokens: grid (R, H), 4 warps, a warp per query.
-__global__ void __launch_bounds__(128) cond_attn_kernel(const bf16* qbuf, const bf16* kc, const bf16* vc, int s, int T,
-                                                        bf16* out) {
+// Causal self-attention among the cond tokens: grid (R, H, ceil(s/4)), 4 warps, a warp per query.
+// Output hi (+ lo at out + lo).
+__global__ void __launch_bounds__(128) cond_attn_kernel(const float* qbuf, const bf16* kc, const bf16* vc, int s, int T,
+                                                        bf16* out, long lo) {
   const int r = blockIdx.x, h = blockIdx.y, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const size_t base = (size_t)(r * H + h) * T * HD;
   constexpr float scale = 0.08838834764831845f;
-  for (int j = warp; j < s; j += 4) {
-    const bf16* q = qbuf + (size_t)(r * s + j) * D + h * HD;
-    float sc[4];
-    float mx = -INFINITY;
+  const int j = blockIdx.z * 4 + warp;
+  if (j >= s) return;
+  const float* q = qbuf + (size_t)(r * s + j) * D + h * HD;
+  float sc[4];
+  float mx = -INFINITY;
 #pragma unroll
-    for (int u = 0; u < 4; ++u) {
-      const int t = lane + 32 * u;
-      sc[u] = -INFINITY;
-      if (t <= j) {
-        float d = 0.f;
-        for (int e = 0; e < HD; ++e) d += bf(q[e]) * bf(kc[base + (size_t)t * HD + e]);
-        sc[u] = d * scale;
-      }
-      mx = fmaxf(mx, sc[u]);
+  for (int u = 0; u < 4; ++u) {
+    const int t = lane + 32 * u;
+    sc[u] = -INFINITY;
+    if (t <= j) {
+      float d = 0.f;
+      for (int e = 0; e < HD; ++e) d += q[e] * bf(kc[base + (size_t)t * HD + e]);
+      sc[u] = d * scale;
     }
-    mx = warp_max(mx);
-    float l = 0.f;
+    mx = fmaxf(mx, sc[u]);
+  }
+  mx = warp_max(mx);
+  float l = 0.f;
 #pragma unroll
-    for (int u = 0; u < 4; ++u) {
-      sc[u] = (lane + 32 * u <= j) ? __expf(sc[u] - mx) : 0.f;
-      l += sc[u];
-    }
-    l = warp_sum(l);
-    float o[4] = {0.f, 0.f, 0.f, 0.f};
-    for (int t = 0; t <= j; ++t) {
-      const float pt = __shfl_sync(0xffffffffu, sc[t / 32], t % 32);
+  for (int u = 0; u < 4; ++u) {
+    sc[u] = (lane + 32 * u <= j) ? __expf(sc[u] - mx) : 0.f;
+    l += sc[u];
+  }
+  l = warp_sum(l);
+  float o[4] = {0.f, 0.f, 0.f, 0.f};
+  for (int t = 0; t <= j; ++t) {
+    const float pt = __shfl_sync(0xffffffffu, sc[t / 32], t % 32);
 #pragma unroll
-      for (int e = 0; e < 4; ++e) o[e] += pt * bf(vc[base + (size_t)t * HD + lane * 4 + e]);
-    }
+    for (int e = 0; e < 4; ++e) o[e] += pt * bf(vc[base + (size_t)t * HD + lane * 4 + e]);
+  }
 #pragma unroll
-    for (int e = 0; e < 4; ++e) out[(size_t)(r * s + j) * D + h * HD + lane * 4 + e] = __float2bfloat16_rn(o[e] / l);
+  for (int e = 0; e < 4; ++e) {
+    const size_t i = (size_t)(r * s + j) * D + h * HD + lane * 4 + e;
+    if (lo) split_store(out, out + lo, i, o[e] / l);
+    else out[i] = __float2bfloat16_rn(o[e] / l);
   }
 }
 
-// x += bf16(acc + bias), fp32 residual.
-__global__ void bias_resid_kernel(const float* acc, const bf16* bias, float* x, long n) {
+// x += acc (+ acc lo rows) + bias, all fp32.
+__global__ void bias_resid_kernel(const float* acc, long lo, const bf16* bias, float* x, long n) {
   for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x)
-    x[i] = x[i] + round_bf(acc[i] + bf(bias[i % D]));
+    x[i] = x[i] + ((lo ? acc[i] + acc[lo + i] : acc[i]) + bf(bias[i % D]));
 }
 
-// SwiGLU on interleaved gate/up GEMM output [M][2F] -> bf16 [M][F].
-__global__ void swiglu_rows_kernel(const float* acc, const bf16* bias, bf16* out, long M) {
+// SwiGLU on interleaved gate/up GEMM output [M][2F] (lo rows at acc + lo_in) -> bf16 [M][F] hi (+ lo at out + lo_out).
+__global__ void swiglu_rows_kernel(const float* acc, long lo_in, const bf16* bias, bf16* out, long lo_out, long M) {
   const long n = M * F;
   for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) {
     const long m = i / F;
     const int f = (int)(i % F);
     const int cg = 16 * (f / 8) + f % 8, cu = cg + 8;
-    const float gv = round_bf(acc[m * 2 * F + cg] + bf(bias[cg]));
-    const float uv = round_bf(acc[m * 2 * F + cu] + bf(bias[cu]));
-    const float sg = round_bf(gv / (1.f + __expf(-gv)));
-    out[i] = __float2bfloat16_rn(sg * uv);
+    const long ig = m * 2 * F + cg, iu = m * 2 * F + cu;
+    const float gv = (lo_in ? acc[ig] + acc[lo_in + ig] : acc[ig]) + bf(bias[cg]);
+    const float uv = (lo_in ? acc[iu] + acc[lo_in + iu] : acc[iu]) + bf(bias[cu]);
+    const float h = gv / (1.f + __expf(-gv)) * uv;
+    if (lo_out) split_store(out, out + lo_out, i, h);
+    else out[i] = __float2bfloat16_rn(h);
   }
 }
 
