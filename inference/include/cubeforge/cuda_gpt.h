@@ -67,7 +67,10 @@ struct EngineOptions {
                                          // bit 3 row-major decode weights (default: blocked 8x32 layout),
                                          // bit 4 decode GEMV activations bf16 only (default: bf16 hi + lo parts),
                                          // bit 5 prefill GEMM activations bf16 only (default: hi + lo parts),
-                                         // bit 6 qkv GEMV tiles of 8 outputs, bit 7 down GEMV 4-way split-K
+                                         // bit 6 qkv GEMV tiles of 16 outputs (default 8), bit 7 down GEMV
+                                         // 2-way split-K (default 4), bit 8 gate/up + lm_head GEMVs at the
+                                         // compiler's register count (default <= 128: 2 blocks/SM),
+                                         // bit 9 down GEMV 8-way split-K
 };
 
 class CudaGptEngine {

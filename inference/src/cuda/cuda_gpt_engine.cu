@@ -30,7 +30,8 @@ double now_ms() {
 }
 
 // ---- GEMV configurations (outputs per block = 8 NTILE, NW warps along K, KSPLIT blocks along K) ---------------
-template <int K, int NTILE, int NW, int KSPLIT, int EPI, bool LN>
+// MINB applies to R <= 8 rows (the batch <= 4 path); the 16-row instantiation always takes MINB 1.
+template <int K, int NTILE, int NW, int KSPLIT, int EPI, bool LN, int MINB = 1>
 struct Gemv {
   static constexpr int NT = 8 * NTILE;
   static size_t smem(int R) {
@@ -39,13 +40,13 @@ struct Gemv {
   }
   static inline int occ[2] = {1, 1};  // resident blocks per SM (M16 = false / true)
   static void prepare() {
-    CF_CUDA(cudaFuncSetAttribute(gemv_kernel<K, NTILE, NW, KSPLIT, EPI, LN, true>,
+    CF_CUDA(cudaFuncSetAttribute(gemv_kernel<K, NTILE, NW, KSPLIT, EPI, LN, true, 1>,
                                  cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem(16)));
-    CF_CUDA(cudaFuncSetAttribute(gemv_kernel<K, NTILE, NW, KSPLIT, EPI, LN, false>,
+    CF_CUDA(cudaFuncSetAttribute(gemv_kernel<K, NTILE, NW, KSPLIT, EPI, LN, false, MINB>,
                                  cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem(8)));
-    CF_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ[1], gemv_kernel<K, NTILE, NW, KSPLIT, EPI, LN, true>,
+    CF_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ[1], gemv_kernel<K, NTILE, NW, KSPLIT, EPI, LN, true, 1>,
                                                           NW * 32, smem(16)));
-    CF_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ[0], gemv_kernel<K, NTILE, NW, KSPLIT, EPI, LN, false>,
+    CF_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ[0], gemv_kernel<K, NTILE, NW, KSPLIT, EPI, LN, false, MINB>,
                                                           NW * 32, smem(8)));
     occ[0] = std::max(occ[0], 1);
     occ[1] = std::max(occ[1], 1);
@@ -57,20 +58,24 @@ struct Gemv {
     const int cap = nsm * (per_sm > 0 ? std::min(per_sm, occ[m16]) : occ[m16]);
     const dim3 grid(std::min(blocks(p.N), cap));
     if (m16)
-      launch(gemv_kernel<K, NTILE, NW, KSPLIT, EPI, LN, true>, grid, dim3(NW * 32), smem(p.R), s, pdl, p);
+      launch(gemv_kernel<K, NTILE, NW, KSPLIT, EPI, LN, true, 1>, grid, dim3(NW * 32), smem(p.R), s, pdl, p);
     else
-      launch(gemv_kernel<K, NTILE, NW, KSPLIT, EPI, LN, false>, grid, dim3(NW * 32), smem(p.R), s, pdl, p);
+      launch(gemv_kernel<K, NTILE, NW, KSPLIT, EPI, LN, false, MINB>, grid, dim3(NW * 32), smem(p.R), s, pdl, p);
   }
 };
-using GemvQkv = Gemv<D, 2, 8, 1, EPI_QKV, true>;
-using GemvQkv1 = Gemv<D, 1, 8, 1, EPI_QKV, true>;   // variant bit 6: 576 tiles of 8 (288 of 16 leave a 2nd round)
-using GemvOproj = Gemv<D, 1, 8, 1, EPI_RESID, false>;
-using GemvOprojKs = Gemv<D, 1, 8, 2, EPI_RESID, false>;
-using GemvGateUp = Gemv<D, 2, 8, 1, EPI_SWIGLU, true>;
-using GemvDownKs = Gemv<F, 1, 8, 2, EPI_RESID, false>;
-using GemvDown16 = Gemv<F, 1, 16, 2, EPI_RESID, false>;
-using GemvDownKs4 = Gemv<F, 1, 8, 4, EPI_RESID, false>;  // variant bit 7: 4-way split-K, 2 blocks per SM
-using GemvLm = Gemv<D, 2, 8, 1, EPI_LMHEAD, true>;
+// Defaults measured best in session 3 (docs/cuda-gpt-notes.md); the others stay as EngineOptions::variant bits.
+using GemvQkv = Gemv<D, 1, 8, 1, EPI_QKV, true, 2>;      // 576 tiles of 8 outputs
+using GemvQkv16 = Gemv<D, 2, 8, 1, EPI_QKV, true, 2>;    // bit 6: 288 tiles of 16 (a 2nd round on 24 of 264 slots)
+using GemvOproj = Gemv<D, 1, 8, 1, EPI_RESID, false, 2>;
+using GemvOprojKs = Gemv<D, 1, 8, 2, EPI_RESID, false, 2>;
+using GemvGateUp = Gemv<D, 2, 8, 1, EPI_SWIGLU, true, 2>;
+using GemvGateUpN = Gemv<D, 2, 8, 1, EPI_SWIGLU, true, 1>;  // bit 8: compiler's register count (138: 1 block/SM)
+using GemvDown = Gemv<F, 1, 8, 4, EPI_RESID, false, 2>;    // 4-way split-K, 120 registers, 2 blocks/SM
+using GemvDownKs2 = Gemv<F, 1, 8, 2, EPI_RESID, false, 1>; // bit 7: 2-way split-K (168 registers, 1 block/SM)
+using GemvDownKs8 = Gemv<F, 1, 8, 8, EPI_RESID, false, 2>; // bit 9: 8-way split-K
+using GemvDown16 = Gemv<F, 1, 16, 2, EPI_RESID, false, 1>;
+using GemvLm = Gemv<D, 2, 8, 1, EPI_LMHEAD, true, 2>;
+using GemvLmN = Gemv<D, 2, 8, 1, EPI_LMHEAD, true, 1>;      // bit 8: compiler's register count (146: 1 block/SM)
 
 struct LayerW {
   bf16 *x_qkv = nullptr, *x_vb = nullptr, *x_o = nullptr, *x_ob = nullptr, *x_gu = nullptr, *x_gub = nullptr,
@@ -357,7 +362,7 @@ struct CudaGptEngine::Impl {
     apart = dalloc<float>((size_t)Rmax * H * maxs * (HD + 2));
     acnt = dalloc<unsigned>((size_t)Rmax * H);
     CF_CUDA(cudaMemset(acnt, 0, (size_t)Rmax * H * sizeof(unsigned)));
-    ks_scratch = dalloc<float>((size_t)(D / 8) * 4 * 16 * 8);  // tiles x KSPLIT (<= 4) x 16 rows x 8
+    ks_scratch = dalloc<float>((size_t)(D / 8) * 8 * 16 * 8);  // tiles x KSPLIT (<= 8) x 16 rows x 8
     ks_cnt = dalloc<unsigned>(D / 8);
     CF_CUDA(cudaMemset(ks_cnt, 0, (D / 8) * sizeof(unsigned)));
     lm_blocks = GemvLm::blocks(Vs);
@@ -378,14 +383,17 @@ struct CudaGptEngine::Impl {
     pq = dalloc<float>(M * D);
     patt = dalloc<bf16>(2 * M * D);
     GemvQkv::prepare();
-    GemvQkv1::prepare();
-    GemvDownKs4::prepare();
+    GemvQkv16::prepare();
     GemvOproj::prepare();
     GemvOprojKs::prepare();
     GemvGateUp::prepare();
-    GemvDownKs::prepare();
+    GemvGateUpN::prepare();
+    GemvDown::prepare();
+    GemvDownKs2::prepare();
+    GemvDownKs8::prepare();
     GemvDown16::prepare();
     GemvLm::prepare();
+    GemvLmN::prepare();
   }
 
   // ---------------------------------------------------------------------------------------------------------------
@@ -461,7 +469,7 @@ struct CudaGptEngine::Impl {
       q.bias_from = 2 * D;
       q.out_f = qkv;
       q.ld_out = QKV_LD;
-      if (opts.variant & 64) GemvQkv1::run(q, stream, pdl, nsm, per_sm);
+      if (opts.variant & 64) GemvQkv16::run(q, stream, pdl, nsm, per_sm);
       else GemvQkv::run(q, stream, pdl, nsm, per_sm);
       AttnParams a = {};
       a.qkv = qkv;
@@ -497,7 +505,8 @@ struct CudaGptEngine::Impl {
     g.out = hbuf;
     g.out_lo = hbuf_lo;
     g.ld_out = F;
-    GemvGateUp::run(g, stream, pdl, nsm, per_sm);
+    if (opts.variant & 256) GemvGateUpN::run(g, stream, pdl, nsm, per_sm);
+    else GemvGateUp::run(g, stream, pdl, nsm, per_sm);
     GemvParams d = base_params();
     d.W = w.x_dn;
     d.N = D;
@@ -506,8 +515,9 @@ struct CudaGptEngine::Impl {
     d.bias = w.x_dnb;
     d.add2 = add2;
     if (opts.variant & 2) GemvDown16::run(d, stream, pdl, nsm, per_sm);
-    else if (opts.variant & 128) GemvDownKs4::run(d, stream, pdl, nsm, per_sm);
-    else GemvDownKs::run(d, stream, pdl, nsm, per_sm);
+    else if (opts.variant & 128) GemvDownKs2::run(d, stream, pdl, nsm, per_sm);
+    else if (opts.variant & 512) GemvDownKs8::run(d, stream, pdl, nsm, per_sm);
+    else GemvDown::run(d, stream, pdl, nsm, per_sm);
   }
 
   void enqueue_step(const StepKind& k) {
@@ -538,7 +548,8 @@ struct CudaGptEngine::Impl {
     p.stats_next = stats;
     p.tokens = tokens;
     p.host_tokens = h_tokens_dev;
-    GemvLm::run(p, stream, pdl, nsm, per_sm);
+    if (opts.variant & 256) GemvLmN::run(p, stream, pdl, nsm, per_sm);
+    else GemvLm::run(p, stream, pdl, nsm, per_sm);
     if (k.topp) {
       ToppParams t = {ctl, dyn, guided, wte, x, stats, tokens, h_tokens_dev};
       launch(topp_kernel, dim3(P), dim3(TOPP_THREADS), 0, stream, pdl, t);

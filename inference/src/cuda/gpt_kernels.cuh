@@ -141,10 +141,10 @@ __device__ __forceinline__ void gemv_load_w(uint4 (&w)[K / KSPLIT / (32 * NW)][N
   }
 }
 
-// Batch <= 4 prompts (M16 false) with <= 1536 columns per block: at most 128 registers, so two blocks share an SM
-// (more weight bytes in flight, one block's reduction/epilogue overlaps the other's loads).
-template <int K, int NTILE, int NW, int KSPLIT, int EPI, bool LN, bool M16>
-__global__ void __launch_bounds__(NW * 32, (!M16 && K / KSPLIT <= 1536) ? 2 : 1) gemv_kernel(const GemvParams p) {
+// MINB: minimum resident blocks per SM asked of the compiler (2: at most 128 registers, so two blocks share an SM,
+// more weight bytes in flight and one block's reduction/epilogue overlaps the other's loads).
+template <int K, int NTILE, int NW, int KSPLIT, int EPI, bool LN, bool M16, int MINB>
+__global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p) {
   constexpr int KS = K / KSPLIT;
   constexpr int CPW = KS / (32 * NW);
   static_assert(CPW * 32 * NW == KS, "K split");
