@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "command.h"
@@ -45,7 +46,10 @@ const char* kUsage =
     "  --margin X         adaptive margin on analytic shapes, world units (default 0.02)\n"
     "  --chunk N          points per network pass (default 131072)\n"
     "  --exact-gelu       erf GELU kernel instead of the cuBLASLt GELU epilogue\n"
-    "  --seed N           weight seed (default 1)\n";
+    "  --seed N           weight seed (default 1)\n"
+    "  --e2e              prompt -> mesh: CUDA GPT decode (random weights of the real shapes, cuda_gpt.h) + shape\n"
+    "                     stage in one process, and the GPT's TPOT with live previews on the shape engine's stream\n"
+    "  --e2e-only         only that\n";
 
 using namespace cubeforge;
 using Clock = std::chrono::steady_clock;
@@ -55,7 +59,7 @@ struct Args {
   std::vector<std::string> presets{"v0.1", "v0.5"};
   std::vector<int> rbs{7, 8, 9};
   int reps = 2, coarse_rb = 5;
-  bool check = false, check_only = false, no_dense = false, exact_gelu = false;
+  bool check = false, check_only = false, no_dense = false, exact_gelu = false, e2e = false, e2e_only = false;
   float margin = 0.02f;
   size_t chunk = size_t(1) << 17;
   uint64_t seed = 1;
@@ -116,16 +120,22 @@ std::vector<float> random_tensor(const std::string& name, const std::vector<int6
   else sd = float(1.0 / std::sqrt(double(shape.back())));
   std::vector<float> v(n);
   const float a = sd * 1.7320508f;
-  uint64_t s = h;
-  for (size_t i = 0; i < n; ++i) {
-    uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
-    const float u = float(z >> 40) * (1.0f / 16777216.0f);  // [0, 1)
-    v[i] = mean + a * (2.0f * u - 1.0f);
-    if (v[i] == 0.0f) v[i] = 1e-3f;
-  }
+  auto fill = [&](size_t b, size_t e) {  // counter-based: value i depends on (name, seed, i) only
+    for (size_t i = b; i < e; ++i) {
+      uint64_t z = h + (uint64_t(i) + 1) * 0x9e3779b97f4a7c15ULL;
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+      z ^= z >> 31;
+      const float u = float(z >> 40) * (1.0f / 16777216.0f);  // [0, 1)
+      v[i] = mean + a * (2.0f * u - 1.0f);
+      if (v[i] == 0.0f) v[i] = 1e-3f;
+    }
+  };
+  const size_t nt = n > (size_t(1) << 20) ? std::max(1u, std::min(16u, std::thread::hardware_concurrency())) : 1;
+  std::vector<std::thread> th;
+  for (size_t t = 1; t < nt; ++t) th.emplace_back(fill, n * t / nt, n * (t + 1) / nt);
+  fill(0, n / nt);
+  for (auto& x : th) x.join();
   return v;
 }
 
@@ -205,22 +215,27 @@ void run_grid_mc_checks(cuda::CudaShapeEngine& eng) {
   std::vector<Case> cases = {{"sphere r0.8", {cuda::AnalyticShape::Sphere, 0.8f, 0}, sphere_field(0.8f)},
                              {"torus 0.6/0.25", {cuda::AnalyticShape::Torus, 0.6f, 0.25f}, torus_field(0.6f, 0.25f)}};
   for (auto& cs : cases)
-    for (int rb : {6, 8}) {
+    for (int rb : {6, 8})
+    for (int scaled = 0; scaled < 2; ++scaled) {  // grid.h's fixed rule, then scale_margin + final_dilation 0
       cuda::GpuGridOptions go;
       go.analytic = cs.a;
       go.network_on_analytic_points = false;
       go.margin = 0.02f;
+      go.scale_margin = scaled;
+      go.final_dilation = scaled ? 0 : -1;
       go.copy_evaluated_bits = true;
       cuda::GpuGridStats st;
       const GridValues gg = eng.grid(rb, go, &st);
       AdaptiveOptions ao;
       ao.margin = 0.02f;
+      ao.scale_margin = scaled;
+      ao.final_dilation = scaled ? 0 : -1;
       const GridValues cg = evaluate_adaptive(cs.f, rb, ao);
       double mx = 0;
       const double rel = rel_l2(gg.values.data(), cg.values.data(), cg.values.size(), &mx);
       const bool same_pts = gg.points_evaluated == cg.points_evaluated && gg.points_per_level == cg.points_per_level &&
                             gg.evaluated_bits == cg.evaluated_bits;
-      std::string name = std::string("adaptive grid ") + cs.name + " rb " + std::to_string(rb);
+      std::string name = std::string("adaptive grid ") + cs.name + " rb " + std::to_string(rb) + (scaled ? " scaled" : "");
       verdict(name.c_str(), same_pts && mx < 1e-5,
               fmt("points %.0f (cpu %.0f), max |dv| %.2e", double(gg.points_evaluated), double(cg.points_evaluated), mx) +
                   fmt(", rel %.1e, %.2f ms", rel, st.ms));
@@ -374,6 +389,15 @@ void run_network_checks(const std::string& preset, const Args& args) {
                     100.0 * double(inside) / double(dg.point_count())));
     const Mesh cm = marching_cubes(dg);
     check_meshes_equal("device MC == host MC on the network grid", dm, cm);
+    go.scale_margin = true;
+    go.final_dilation = 0;
+    const GridValues sg = eng->grid(7, go, &st);
+    const Mesh sm = eng->marching_cubes();
+    const ChamferResult cs = chamfer_distance(dm, sm, 0);
+    verdict("network rb 7: dense vs adaptive scaled-margin mesh", dm.positions.size() == sm.positions.size() || cs.chamfer < 1e-3,
+            fmt("verts %.0f vs %.0f, chamfer %.2e", double(dm.positions.size()), double(sm.positions.size()), cs.chamfer) +
+                fmt(", identical %.0f, adaptive %.1f%% of dense", double(dm.positions == sm.positions && dm.triangles == sm.triangles),
+                    100.0 * st.points / double(dg.point_count())));
   }
   run_grid_mc_checks(*eng);
 }
@@ -438,20 +462,28 @@ void run_bench(const std::string& preset, const Args& args) {
     const char* name;
     bool adaptive;
     cuda::AnalyticShape a;
+    bool scaled = false;  // grid.h scale_margin + final_dilation 0
   };
   const std::vector<Mode> modes = {{"dense (network)", false, {}},
                                    {"adaptive sphere", true, {cuda::AnalyticShape::Sphere, 0.8f, 0}},
                                    {"adaptive torus", true, {cuda::AnalyticShape::Torus, 0.6f, 0.25f}},
+                                   {"scaled sphere", true, {cuda::AnalyticShape::Sphere, 0.8f, 0}, true},
+                                   {"scaled torus", true, {cuda::AnalyticShape::Torus, 0.6f, 0.25f}, true},
                                    {"adaptive network", true, {}}};
+  std::vector<std::string> mesh_notes;
   for (int rb : args.rbs) {
+    std::map<int, Mesh> dense_mesh;  // analytic kind -> dense mesh of the field at this rb (device, checked == host)
     for (const Mode& md : modes) {
-      if (!md.adaptive && args.no_dense && rb > 8) continue;
+      if ((!md.adaptive || md.a.kind == cuda::AnalyticShape::None) && args.no_dense && rb > 8) continue;
       for (int r = 0; r < args.reps; ++r) {
         cuda::GpuGridOptions go;
         go.adaptive = md.adaptive;
         go.coarse_rb = args.coarse_rb;
         go.analytic = md.a;
         go.network_on_analytic_points = true;
+        go.scale_margin = md.scaled;
+        go.final_dilation = md.scaled ? 0 : -1;
+        go.copy_values = false;
         if (md.a.kind != cuda::AnalyticShape::None) go.margin = args.margin;
         cuda::ShapeStageTimes t;
         cuda::GpuGridStats gs;
@@ -466,16 +498,38 @@ void run_bench(const std::string& preset, const Args& args) {
                     100.0 * double(t.points) / double(t.grid_points), t.latent_ms, t.grid_ms, t.mc_ms, t.total_ms,
                     t.points / std::max(t.grid_ms, 1e-3) / 1e3, mesh.vertex_count(), mesh.face_count());
         std::fflush(stdout);
+        if (r == 0 && md.a.kind != cuda::AnalyticShape::None) {  // the same field evaluated densely: same mesh?
+          Mesh& dm = dense_mesh[int(md.a.kind)];
+          if (dm.empty()) {
+            cuda::GpuGridOptions dg;
+            dg.adaptive = false;
+            dg.analytic = md.a;
+            dg.network_on_analytic_points = false;
+            dg.copy_values = false;
+            eng->grid(rb, dg);
+            dm = eng->marching_cubes();
+          }
+          const bool same = dm.positions == mesh.positions && dm.triangles == mesh.triangles;
+          std::string note = fmt("rb %.0f ", rb) + md.name + fmt(": verts %.0f vs dense %.0f, ", double(mesh.vertex_count()),
+                                                                double(dm.vertex_count()));
+          if (same) note += "identical to the dense mesh (Chamfer 0)";
+          else note += fmt("DIFFERENT, Chamfer %.3e", chamfer_distance(dm, mesh, 200000).chamfer);
+          mesh_notes.push_back(note);
+        }
       }
     }
   }
+  std::printf("dense vs adaptive meshes (analytic fields, margin %.3f):\n", args.margin);
+  for (const auto& n : mesh_notes) std::printf("  %s\n", n.c_str());
   // adaptive levels (points per level) once per shape at the largest rb
   const int rbmax = *std::max_element(args.rbs.begin(), args.rbs.end());
   for (const Mode& md : modes) {
-    if (!md.adaptive) continue;
+    if (!md.adaptive || (md.a.kind == cuda::AnalyticShape::None && args.no_dense && rbmax > 8)) continue;
     cuda::GpuGridOptions go;
     go.coarse_rb = args.coarse_rb;
     go.analytic = md.a;
+    go.scale_margin = md.scaled;
+    go.final_dilation = md.scaled ? 0 : -1;
     go.copy_values = false;
     if (md.a.kind != cuda::AnalyticShape::None) go.margin = args.margin;
     cuda::GpuGridStats st;
@@ -485,6 +539,140 @@ void run_bench(const std::string& preset, const Args& args) {
     std::printf("; grid %.2f ms of which network %.2f ms, %d network chunks\n", st.ms, st.network_ms, st.chunks);
   }
   std::printf("%s\n", eng->gemm_path().c_str());
+}
+
+// ---- prompt -> mesh end to end ----------------------------------------------------------------------------------------
+
+// The CUDA GPT engine (cuda_gpt.h, public API) with random weights of the real shapes and a random conditioning (the
+// CPU text encoder is not part of this: its time is reported by `generate`), then the shape stage on the tokens it
+// produced. Adaptive grids use the point set of the analytic sphere (scaled-margin rule), the network run on exactly
+// those points, as in the tokens -> mesh table. Host clock for the wall times, the engines' CUDA events inside.
+void run_e2e(const std::string& preset, const Args& args) {
+  const ShapeConfig scfg = preset_config(preset);
+  GptConfig gcfg;
+  int s_len = 77;
+  if (preset == "v0.5") gcfg.use_bbox = true, s_len = 78;
+  else if (preset != "v0.1") throw Error("--e2e: presets v0.1 and v0.5 only");
+  const int N = scfg.num_encoder_latents;
+  std::printf("\n== prompt -> mesh %s: GPT %d blocks, %d tokens + shape stage (random weights, seed %llu)\n", preset.c_str(),
+              gcfg.n_layer, N, (unsigned long long)args.seed);
+  auto t0 = Clock::now();
+  cuda::GptWeightSource gsrc;
+  gsrc.get = [&](const std::string& name, const std::vector<int64_t>& shape) {
+    std::vector<float> v = random_tensor(name, shape, args.seed + 100);
+    if (shape.size() == 2 && name.find("norm") == std::string::npos)  // GPT matrices ~ N(0, 0.02) like the reference init
+      for (auto& x : v) x *= 0.02f * std::sqrt(float(shape.back()));
+    return v;
+  };
+  cuda::EngineOptions geo;
+  geo.verbose = false;
+  auto gpt = cuda::CudaGptEngine::create(gcfg, N, s_len, gsrc, 2, geo);
+  cuda::ShapeEngineOptions eo;
+  eo.chunk_points = args.chunk;
+  eo.verbose = false;
+  auto shp = cuda::CudaShapeEngine::create(scfg, random_source(args.seed), eo);
+  std::printf("engines: %s, setup %.1f s, GPT %.2f GiB + shape %.2f GiB on the device\n", gpt->device_name().c_str(),
+              ms_since(t0) / 1e3, gpt->vram_bytes() / 1073741824.0, shp->vram_bytes() / 1073741824.0);
+  std::vector<float> cond(size_t(2) * s_len * gcfg.n_embd);
+  {
+    const std::vector<float> c = random_tensor("e2e.cond", {2, int64_t(s_len), int64_t(gcfg.n_embd)}, args.seed);
+    std::copy(c.begin(), c.end(), cond.begin());
+  }
+  int out_of_range = 0;
+  auto to_ids = [&](const std::vector<int32_t>& toks) {
+    std::vector<int> ids(toks.begin(), toks.begin() + N);
+    for (auto& v : ids)
+      if (v < 0 || v >= scfg.num_codes) ++out_of_range, v = ((v % scfg.num_codes) + scfg.num_codes) % scfg.num_codes;
+    return ids;
+  };
+  cuda::GenerateOptions g;  // greedy, CFG 3, graphs
+  auto decode = [&](const cuda::GenerateOptions& o, cuda::GenerateStats* st, double* wall) {
+    const auto ta = Clock::now();
+    gpt->prefill(cond.data(), 2, true);
+    auto toks = gpt->generate(o, st);
+    *wall = ms_since(ta);
+    return toks;
+  };
+  {  // warm-up: graph capture, GEMM plans of every rb
+    cuda::GenerateStats st;
+    double w;
+    const auto ids = to_ids(decode(g, &st, &w));
+    for (int rb : args.rbs) {
+      cuda::GpuGridOptions go;
+      go.analytic = {cuda::AnalyticShape::Sphere, 0.8f, 0};
+      go.scale_margin = true;
+      go.final_dilation = 0;
+      go.margin = args.margin;
+      go.copy_values = false;
+      shp->tokens_to_mesh(ids, rb, go);
+    }
+  }
+  std::printf("%-4s %-10s %9s %9s %9s %9s %9s %9s %9s %9s %9s\n", "run", "rb / grid", "prefill+", "TPOT", "gpt wall",
+              "latent", "grid", "mc", "shape", "points", "prompt->");
+  std::printf("%-4s %-10s %9s %9s %9s %9s %9s %9s %9s %9s %9s\n", "", "", "step0 ms", "ms", "ms", "ms", "ms", "ms", "ms", "",
+              "mesh ms");
+  for (int r = 0; r < 2; ++r) {
+    cuda::GenerateStats st;
+    double gwall = 0;
+    const auto ids = to_ids(decode(g, &st, &gwall));
+    const double tpot = st.decode_ms / (N - 1);
+    for (int rb : args.rbs)
+      for (int dense = 0; dense < (rb <= 8 ? 2 : 1); ++dense) {
+        cuda::GpuGridOptions go;
+        go.adaptive = !dense;
+        if (!dense) {
+          go.analytic = {cuda::AnalyticShape::Sphere, 0.8f, 0};
+          go.scale_margin = true;
+          go.final_dilation = 0;
+          go.margin = args.margin;
+        }
+        go.copy_values = false;
+        cuda::ShapeStageTimes t;
+        const Mesh m = shp->tokens_to_mesh(ids, rb, go, {}, &t);
+        std::printf("%-4d %d %-8s %9.2f %9.4f %9.1f %9.2f %9.2f %9.2f %9.2f %9zu %9.1f\n", r + 1, rb,
+                    dense ? "dense" : "sphere", st.step0_ms, tpot, gwall, t.latent_ms, t.grid_ms, t.mc_ms, t.total_ms,
+                    t.points, gwall + t.total_ms);
+        std::fflush(stdout);
+        (void)m;
+      }
+  }
+  if (out_of_range) std::printf("note: %d generated ids outside [0, %d) folded into range\n", out_of_range, scfg.num_codes);
+
+  // Live previews on the shape engine's stream while the GPT decodes: what the pipeline does (Cube3D::generate calls
+  // the preview from the token callback; the GPT keeps queue_depth graph launches in flight meanwhile).
+  std::printf("TPOT with live previews (prefix -> mean-code latents, rb 5 grid adaptive from rb 4 margin 0.5, device MC):\n");
+  for (int every : {0, 64, 16}) {
+    for (int r = 0; r < 2; ++r) {
+      std::vector<int> prefix;
+      int previews = 0;
+      double preview_ms = 0;
+      cuda::GenerateOptions o = g;
+      o.on_token = [&](int index, int variation, int32_t token, double) {
+        if (variation != 0) return;
+        prefix.push_back(std::clamp(int(token), 0, scfg.num_codes - 1));
+        const int k = index + 1;
+        if (every <= 0 || k % every != 0 || k >= N) return;
+        const auto tp = Clock::now();
+        shp->decode_preview(prefix);
+        cuda::GpuGridOptions go;
+        go.coarse_rb = 4;
+        go.margin = 0.5f;
+        go.copy_values = false;
+        shp->grid(5, go);
+        const Mesh pm = shp->marching_cubes();
+        preview_ms += ms_since(tp);
+        ++previews;
+        (void)pm;
+      };
+      cuda::GenerateStats st;
+      double w;
+      decode(o, &st, &w);
+      std::printf("  previews every %3d tokens (run %d): TPOT %.4f ms, GPT wall %.1f ms, %d previews, %.2f ms each "
+                  "(host clock incl. sync)\n",
+                  every, r + 1, st.decode_ms / (N - 1), w, previews, previews ? preview_ms / previews : 0.0);
+      std::fflush(stdout);
+    }
+  }
 }
 
 int run_cmd(int argc, char** argv) {
@@ -507,6 +695,8 @@ int run_cmd(int argc, char** argv) {
     else if (k == "--margin") a.margin = std::stof(val());
     else if (k == "--chunk") a.chunk = size_t(std::stoull(val()));
     else if (k == "--exact-gelu") a.exact_gelu = true;
+    else if (k == "--e2e") a.e2e = true;
+    else if (k == "--e2e-only") a.e2e = a.e2e_only = true;
     else if (k == "--seed") a.seed = std::stoull(val());
     else if (k == "--help" || k == "-h") {
       std::printf("%s", kUsage);
@@ -533,8 +723,17 @@ int run_cmd(int argc, char** argv) {
     }
     std::printf("checks: %d failure(s)\n", failures);
   }
-  if (!a.check_only)
+  if (!a.check_only && !a.e2e_only)
     for (const auto& p : a.presets) run_bench(p, a);
+  if (a.e2e && !a.check_only)
+    for (const auto& p : a.presets) {
+      try {
+        run_e2e(p, a);
+      } catch (const std::exception& e) {
+        std::printf("e2e %s aborted: %s\n", p.c_str(), e.what());
+        ++failures;
+      }
+    }
   return failures ? 1 : 0;
 }
 

@@ -305,6 +305,48 @@ TEST(Adaptive, MarginCatchesThinFeatureMissedByCoarseGrid) {
   EXPECT_LT(a.fraction_evaluated(), 0.5);
 }
 
+TEST(Adaptive, ScaledMarginAndFinalDilationMatchDense) {
+  // The level-dependent rule (grid.h scale_margin, final_dilation): a subset of the fixed rule's points, and on these
+  // smooth shapes the same mesh as dense. Margin 0.02 world units from coarse rb 5, as the GPU bench uses.
+  for (const auto& sh : shapes()) {
+    const GridValues d = evaluate_dense(sh.field, 8);
+    const Mesh md = marching_cubes(d);
+    AdaptiveOptions fixed;
+    fixed.margin = 0.02f;
+    AdaptiveOptions scaled = fixed;
+    scaled.scale_margin = true;
+    scaled.final_dilation = 0;
+    const GridValues af = evaluate_adaptive(sh.field, 8, fixed), as = evaluate_adaptive(sh.field, 8, scaled);
+    size_t extra = 0;  // points the scaled rule evaluates that the fixed one does not
+    for (size_t n = 0; n < as.point_count(); ++n) extra += as.was_evaluated(n) && !af.was_evaluated(n);
+    EXPECT_EQ(extra, 0u) << sh.name;
+    EXPECT_LT(as.points_evaluated, af.points_evaluated * 6 / 10) << sh.name;
+    EXPECT_EQ(as.points_per_level.front(), af.points_per_level.front()) << sh.name;
+    const Mesh ma = marching_cubes(as);
+    std::printf("[ adaptive rb8 ] %-6s fixed rule %zu points, scaled margin + final dilation 0: %zu, vertices %zu vs %zu\n",
+                sh.name, af.points_evaluated, as.points_evaluated, ma.vertex_count(), md.vertex_count());
+    EXPECT_EQ(ma.positions, md.positions) << sh.name;
+    EXPECT_EQ(ma.triangles, md.triangles) << sh.name;
+  }
+  // Each option on its own changes the selection: margins halve per level, the last dilation applies last only.
+  const FieldFn f = sphere_field(0.8f);
+  AdaptiveOptions a;
+  a.margin = 0.02f;
+  AdaptiveOptions b = a;
+  b.final_dilation = 0;
+  const GridValues ga = evaluate_adaptive(f, 7, a), gb = evaluate_adaptive(f, 7, b);
+  EXPECT_EQ(std::vector<size_t>(ga.points_per_level.begin(), ga.points_per_level.end() - 1),
+            std::vector<size_t>(gb.points_per_level.begin(), gb.points_per_level.end() - 1));
+  EXPECT_LT(gb.points_per_level.back(), ga.points_per_level.back());
+  AdaptiveOptions c = a;
+  c.scale_margin = true;
+  const GridValues gc = evaluate_adaptive(f, 7, c);
+  EXPECT_EQ(gc.points_per_level[1], ga.points_per_level[1]);  // level coarse+1 uses the coarse margin
+  EXPECT_LT(gc.points_per_level[2], ga.points_per_level[2]);
+  b.final_dilation = -2;
+  EXPECT_THROW(evaluate_adaptive(f, 7, b), Error);
+}
+
 TEST(Metrics, ChamferAndIoU) {
   GridValues a = evaluate_dense(sphere_field(0.8f), 6), b = evaluate_dense(sphere_field(0.7f), 6);
   Mesh ma = marching_cubes(a), mb = marching_cubes(b);

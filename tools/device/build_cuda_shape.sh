@@ -32,12 +32,17 @@ run_job() {
   "$@" &
   pids+=($!)
 }
+# incremental: an object newer than its source and every header of inference/ is kept
+NEWEST_HDR=$(find inference -name '*.h' -o -name '*.cuh' | xargs stat -c %Y | sort -n | tail -1)
+fresh() { [ -f "$2" ] && [ "$(stat -c %Y "$2")" -gt "$NEWEST_HDR" ] && [ "$2" -nt "$1" ]; }
 for f in inference/src/cuda/*.cu; do
   o="$OUT_DIR/obj/$(basename "$f" .cu).o"
+  fresh "$f" "$o" && continue
   run_job bash -c "'$NVCC' ${NVFLAGS[*]} -c '$f' -o '$o' > '$o.log' 2>&1 || { cat '$o.log'; exit 1; }"
 done
 for f in "${SRCS[@]}"; do
   o="$OUT_DIR/obj/$(basename "$f" .cpp).o"
+  fresh "$f" "$o" && continue
   run_job bash -c "g++ ${CXXFLAGS[*]} -c '$f' -o '$o' 2> '$o.log' || { cat '$o.log'; exit 1; }"
 done
 rc=0

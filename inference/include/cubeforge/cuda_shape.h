@@ -58,6 +58,8 @@ struct GpuGridOptions {
   int coarse_rb = 5;           // grid.h AdaptiveOptions, same rules and defaults
   float margin = 1.0f;
   int dilation = 1;
+  bool scale_margin = false;   // grid.h AdaptiveOptions::scale_margin (margin halves per level)
+  int final_dilation = -1;     // grid.h AdaptiveOptions::final_dilation (-1 = dilation)
   AnalyticShape analytic;      // kind != None: the grid holds the analytic field's values ...
   bool network_on_analytic_points = true;  // ... and the network is still run on every evaluated point (timing)
   bool copy_values = true;     // copy the values back into GridValues::values (else left empty)
@@ -98,6 +100,9 @@ class CudaShapeEngine {
   // §8.1-8.2 on the GPU: exactly N ids in [0, num_codes) → latents (kept on the device), then the occupancy
   // cross-attention's keys/values (once per shape). Returns the device time in ms (CUDA events).
   double decode_tokens(const std::vector<int>& ids);
+  // Live preview: the first k (1..N) ids, the missing slots filled with the mean normalized code (ShapeModel::
+  // decode_preview with PreviewFill::MeanCode), then the K/V as decode_tokens. Returns device ms.
+  double decode_preview(const std::vector<int>& prefix);
   // Binds latents computed elsewhere (e.g. the CPU path, or a truncated preview with fewer rows) as the current
   // shape and computes their keys/values. Returns device ms.
   double set_latents(const Latents& latents);

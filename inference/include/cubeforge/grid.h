@@ -64,6 +64,15 @@ struct AdaptiveOptions {
   float margin = 1.0f;       // a cell is refined when its corners straddle 0 or any |value| < margin (field units)
   int dilation = 1;          // refined cells are dilated by this many cells (Chebyshev) at their level
   size_t chunk = 16384;      // points per FieldFn call
+  // Level-dependent variants of rules 2 and 3 (defaults: the fixed rule). The CUDA engine (cuda_shape.h
+  // GpuGridOptions) has the same two fields and selects the same points.
+  bool scale_margin = false; // true: level-L cells are flagged with margin_L = ldexp(margin, coarse_rb - L), i.e. the
+                             // margin halves with the cell size, so margin / cell size (for a field with Lipschitz
+                             // bound K, a zero inside a cell with no corner |v| < margin is excluded when
+                             // margin_L >= K * sqrt(3)/2 * cell size) is the same at every level
+  int final_dilation = -1;   // dilation when refining the cells of level rb-1 into the final grid; -1 = dilation
+                             // (a surface cell of the final grid lies in exactly one level rb-1 cell, so the last
+                             // dilation only guards against cells that rule 2 failed to flag)
   GridProgressFn progress;
   const CancelToken* cancel = nullptr;
 };
@@ -72,8 +81,10 @@ struct AdaptiveOptions {
 // of the final grid whose indices are multiples of 2^(rb-L); every level's points are also points of the next):
 //  1. level coarse_rb: every point is evaluated.
 //  2. a cell of level L is "flagged" when it was refined (its corners are all evaluated) and its 8 corner values
-//     straddle 0 (some >= 0 and some < 0) or any corner has |v| < margin. At level coarse_rb every cell counts.
-//  3. the flagged cells of level L, dilated by `dilation` cells, are refined: all 27 level-(L+1) points inside
+//     straddle 0 (some >= 0 and some < 0) or any corner has |v| < margin (margin_L with scale_margin). At level
+//     coarse_rb every cell counts.
+//  3. the flagged cells of level L, dilated by `dilation` cells (final_dilation when L = rb-1, if >= 0), are
+//     refined: all 27 level-(L+1) points inside
 //     each (corners, edge midpoints, face and cell centres) are evaluated if not already.
 //  4. every level-(L+1) point that was not evaluated gets the trilinear interpolation of its level-L cell
 //     (separable midpoint averaging along z, then y, then x, from level-L values, evaluated or interpolated).

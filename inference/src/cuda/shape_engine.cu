@@ -490,6 +490,8 @@ struct CudaShapeEngine::Impl {
     st.points += count;
   }
 
+  double decode_ids(const std::vector<int>& ids);  // N ids (row `codes` = mean code) -> latents + K/V, device ms
+
   int64_t select_count() {
     CF_CUDA(cudaMemcpyAsync(num_h, num_d, sizeof(int64_t), cudaMemcpyDeviceToHost, stream));
     CF_CUDA(cudaStreamSynchronize(stream));
@@ -514,6 +516,7 @@ struct CudaShapeEngine::Impl {
     const int rc = std::clamp(o.coarse_rb, kMinResolutionBase, rb);
     const bool adaptive = o.adaptive && rc < rb;
     if (o.dilation < 0) throw Error("CUDA shape grid: negative dilation");
+    if (o.final_dilation < -1) throw Error("CUDA shape grid: final_dilation below -1");
     for (DevBuf* b : {&values, &bits, &flagA, &refine, &list, &cubtmp}) track(*b);
     values.ensure(total * 4);
     if (adaptive) {
@@ -548,7 +551,8 @@ struct CudaShapeEngine::Impl {
     for (int L = rc + 1; L <= rb; ++L) {
       if (o.cancel && o.cancel->load()) throw Cancelled();
       const uint32_t np = 1u << (L - 1), s = 1u << (rb - L), n = 2 * np + 1;
-      dilate_kernel<<<blocks_for(size_t(np) * np * np, 256), 256, 0, stream>>>(flagA.as<uint8_t>(), np, o.dilation,
+      const int dil = (L == rb && o.final_dilation >= 0) ? o.final_dilation : o.dilation;  // grid.h rule 3
+      dilate_kernel<<<blocks_for(size_t(np) * np * np, 256), 256, 0, stream>>>(flagA.as<uint8_t>(), np, dil,
                                                                                refine.as<uint8_t>());
       CF_CHECK_LAUNCH();
       const int64_t cnt = select(NeedPoint{refine.as<uint8_t>(), bts, np, n, s, M}, size_t(n) * n * n);
@@ -563,8 +567,9 @@ struct CudaShapeEngine::Impl {
       }
       if (L < rb) {
         const uint32_t nc = 2 * np;
+        const float margin = o.scale_margin ? std::ldexp(o.margin, rc - L) : o.margin;  // grid.h rule 2
         flag_cells_kernel<<<blocks_for(size_t(nc) * nc * nc, 256), 256, 0, stream>>>(
-            vals, M, nc, s, o.margin, refine.as<uint8_t>(), np, flagA.as<uint8_t>());
+            vals, M, nc, s, margin, refine.as<uint8_t>(), np, flagA.as<uint8_t>());
         CF_CHECK_LAUNCH();
       }
     }
@@ -698,6 +703,11 @@ std::unique_ptr<CudaShapeEngine> CudaShapeEngine::create(const ShapeConfig& cfg,
       const float inv = 1.0f / std::sqrt(ss / float(E) + 1e-5f);
       for (int i = 0; i < E; ++i) r[i] = r[i] * inv * nw[i];
     }
+    // row `codes`: the mean normalized code (double sums, as ShapeModel's PreviewFill::MeanCode) for previews
+    std::vector<double> mean(E, 0.0);
+    for (int c = 0; c < m.codes; ++c)
+      for (int i = 0; i < E; ++i) mean[i] += cb[size_t(c) * E + i];
+    for (int i = 0; i < E; ++i) cb.push_back(float(mean[i] / m.codes));
     m.codebook = m.upload_f32(cb);
     m.c_out_w = m.upload_bf16(get("bottleneck.block.c_out.weight", {W, E}));
     m.c_out_b = m.upload_bf16(get("bottleneck.block.c_out.bias", {W}));
@@ -826,6 +836,25 @@ double CudaShapeEngine::decode_tokens(const std::vector<int>& ids) {
     if (ids[i] < 0 || ids[i] >= m.codes)
       throw Error("CUDA shape decode: token id " + std::to_string(ids[i]) + " at position " + std::to_string(i) +
                   " is out of range [0, " + std::to_string(m.codes) + ")");
+  return m.decode_ids(ids);
+}
+
+double CudaShapeEngine::decode_preview(const std::vector<int>& prefix) {
+  Impl& m = *impl_;
+  if (prefix.empty() || int(prefix.size()) > m.N)
+    throw Error("CUDA shape preview: needs 1.." + std::to_string(m.N) + " token ids, got " +
+                std::to_string(prefix.size()));
+  for (size_t i = 0; i < prefix.size(); ++i)
+    if (prefix[i] < 0 || prefix[i] >= m.codes)
+      throw Error("CUDA shape preview: token id " + std::to_string(prefix[i]) + " at position " + std::to_string(i) +
+                  " is out of range [0, " + std::to_string(m.codes) + ")");
+  std::vector<int> ids(prefix);
+  ids.resize(size_t(m.N), m.codes);  // device codebook row `codes` = the mean code
+  return m.decode_ids(ids);
+}
+
+double CudaShapeEngine::Impl::decode_ids(const std::vector<int>& ids) {
+  Impl& m = *this;
   m.ev_used = 0;
   const EventPair ev = m.next_events();
   CF_CUDA(cudaMemcpyAsync(m.ids_d, ids.data(), ids.size() * sizeof(int), cudaMemcpyHostToDevice, m.stream));
@@ -957,6 +986,8 @@ GridValues CudaShapeEngine::grid(int rb, const GpuGridOptions& o, GpuGridStats* 
       ao.coarse_rb = o.coarse_rb;
       ao.margin = o.margin;
       ao.dilation = o.dilation;
+      ao.scale_margin = o.scale_margin;
+      ao.final_dilation = o.final_dilation;
       ao.chunk = m.chunk;
       g = evaluate_adaptive(f, rb, ao);
     } else {

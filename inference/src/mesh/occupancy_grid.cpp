@@ -130,6 +130,7 @@ GridValues evaluate_adaptive(const FieldFn& field, int rb, const AdaptiveOptions
   const int rc = std::clamp(opt.coarse_rb, kMinResolutionBase, rb);
   if (rc >= rb) return evaluate_dense(field, rb, opt.chunk, opt.progress, opt.cancel);
   if (opt.dilation < 0) throw Error("evaluate_adaptive: negative dilation");
+  if (opt.final_dilation < -1) throw Error("evaluate_adaptive: final_dilation below -1");
 
   GridValues g;
   g.rb = rb;
@@ -139,7 +140,7 @@ GridValues evaluate_adaptive(const FieldFn& field, int rb, const AdaptiveOptions
   g.values.assign(total, 0.0f);
   g.evaluated_bits.assign((total + 63) / 64, 0);
   BatchEvaluator eval(field, g, coords, opt.chunk, opt.progress, opt.cancel);
-  const float margin = opt.margin;
+  float margin = opt.margin;  // of the level being flagged (rule 2)
   auto lin = [M, MM](size_t i, size_t j, size_t k) { return i * MM + j * M + k; };
 
   // Level rc: every point.
@@ -186,7 +187,7 @@ GridValues evaluate_adaptive(const FieldFn& field, int rb, const AdaptiveOptions
     const size_t np = size_t(1) << (L - 1);      // parent cells per axis
     const size_t sp = size_t(1) << (rb - L + 1);  // parent stride in final-grid indices
     const size_t s = sp / 2;                      // this level's stride
-    const int d = opt.dilation;
+    const int d = (L == rb && opt.final_dilation >= 0) ? opt.final_dilation : opt.dilation;
 
     // Dilate the flagged parent cells.
     refine_mask.assign(np * np * np, 0);
@@ -247,6 +248,7 @@ GridValues evaluate_adaptive(const FieldFn& field, int rb, const AdaptiveOptions
 
     // Flag the level-L children of the refined cells.
     if (L < rb) {
+      if (opt.scale_margin) margin = std::ldexp(opt.margin, rc - L);
       flagged.clear();
       const size_t nc = np * 2;
       for (uint32_t r : refine) {
