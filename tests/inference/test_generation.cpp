@@ -255,6 +255,78 @@ TEST_F(GenerationTest, TokensToMeshRejectsBadInput) {
   EXPECT_NE(error_of([&] { model_->tokens_to_mesh(ok, mo); }), "");
 }
 
+// The shape-stage backend hook (the GPU engine in CUDA builds): used when attached, CPU fall-back on any failure.
+class FakeShapeBackend : public ShapeBackend {
+ public:
+  enum Mode { Triangle, Fail, Cancel } mode = Triangle;
+  int calls = 0;
+  AdaptiveOptions last_preview_grid;
+  std::string name() const override { return "fake-gpu"; }
+  Mesh tokens_to_mesh(const std::vector<int>&, const MeshOptions&, const CancelToken*, GenerationStats* st) override {
+    ++calls;
+    if (mode == Fail) throw Error("device lost");
+    if (mode == Cancel) throw Cancelled();
+    st->points_evaluated = 7;
+    return triangle();
+  }
+  Mesh preview_mesh(const std::vector<int>&, int, const AdaptiveOptions& ao, const CancelToken*) override {
+    ++calls;
+    last_preview_grid = ao;
+    if (mode == Fail) throw Error("device lost");
+    return triangle();
+  }
+  static Mesh triangle() {
+    Mesh m;
+    m.positions = {{0, 0, 0}, {0.5f, 0, 0}, {0, 0.5f, 0}};
+    m.triangles = {{0, 1, 2}};
+    return m;
+  }
+};
+
+TEST_F(GenerationTest, ShapeBackendIsUsedAndFailuresFallBackToCpu) {
+  MeshOptions mo;
+  mo.resolution_base = 5;
+  const int N = model_->config().num_tokens();
+  std::vector<int> ids(N);
+  for (int i = 0; i < N; ++i) ids[i] = (i * 37) % model_->config().shape.num_codes;
+  GenerationStats cpu_st;
+  const Mesh cpu = model_->tokens_to_mesh(ids, mo, nullptr, &cpu_st);
+  const Mesh cpu_preview = model_->preview_mesh(std::vector<int>(ids.begin(), ids.begin() + 5), 5);
+  EXPECT_EQ(cpu_st.shape_backend, "cpu");
+  EXPECT_EQ(model_->shape_backend_name(), "cpu");
+
+  auto owned = std::make_unique<FakeShapeBackend>();
+  FakeShapeBackend* fake = owned.get();
+  model_->set_shape_backend(std::move(owned));
+  EXPECT_EQ(model_->shape_backend_name(), "fake-gpu");
+  GenerationStats st;
+  Mesh m = model_->tokens_to_mesh(ids, mo, nullptr, &st);
+  EXPECT_EQ(m.face_count(), 1u);
+  EXPECT_EQ(st.shape_backend, "fake-gpu");
+  EXPECT_EQ(st.points_evaluated, 7u);
+  EXPECT_EQ(model_->preview_mesh(std::vector<int>(ids.begin(), ids.begin() + 5), 5).face_count(), 1u);
+  EXPECT_EQ(fake->last_preview_grid.coarse_rb, 4);  // the CPU preview's grid rule is handed over
+  EXPECT_FLOAT_EQ(fake->last_preview_grid.margin, 0.5f);
+
+  fake->mode = FakeShapeBackend::Fail;
+  GenerationStats fst;
+  m = model_->tokens_to_mesh(ids, mo, nullptr, &fst);
+  EXPECT_EQ(m.positions, cpu.positions);
+  EXPECT_EQ(m.triangles, cpu.triangles);
+  EXPECT_EQ(fst.shape_backend.rfind("cpu (GPU failed: device lost", 0), 0u) << fst.shape_backend;
+  EXPECT_EQ(fst.points_evaluated, cpu_st.points_evaluated);
+  const Mesh p = model_->preview_mesh(std::vector<int>(ids.begin(), ids.begin() + 5), 5);
+  EXPECT_EQ(p.positions, cpu_preview.positions);
+  EXPECT_EQ(p.triangles, cpu_preview.triangles);
+
+  fake->mode = FakeShapeBackend::Cancel;  // cancellation is not a failure: no CPU rerun
+  EXPECT_THROW(model_->tokens_to_mesh(ids, mo), Cancelled);
+  EXPECT_EQ(fake->calls, 5);
+
+  model_->set_token_backend(nullptr);  // the CPU token loop drops the GPU shape stage too
+  EXPECT_EQ(model_->shape_backend_name(), "cpu");
+}
+
 TEST(ModelFilesTest, MissingAndCorruptFilesAreNamed) {
   auto dir = cftest::temp_dir("badmodel");
   EXPECT_NE(error_of([&] { ModelFiles::from_directory((dir / "nope").string()); }).find("does not exist"), std::string::npos);

@@ -9,6 +9,7 @@
 
 #include "cubeforge/cancel.h"
 #include "cubeforge/generation.h"
+#include "cubeforge/grid.h"
 #include "cubeforge/model_config.h"
 
 namespace cubeforge {
@@ -49,6 +50,27 @@ class TokenBackend {
                                     const TokenCallback& on_token, const CancelToken* cancel, GenerationStats* stats) = 0;
 };
 
+// An accelerated shape stage (the CUDA backend provides one, cuda_shape.h): tokens → marching-cubes mesh and
+// prefix → preview mesh with the CPU path's grid rules (grid.h) and marching-cubes conventions; clean-up stays in
+// Cube3D. Cube3D attaches one when a CUDA token backend is set (set_token_backend) and a factory is registered;
+// any exception other than Cancelled makes Cube3D run that call on the CPU path, with a message on stderr and in
+// GenerationStats::shape_backend. Set CUBEFORGE_SHAPE_BACKEND=cpu to keep the shape stage on the CPU.
+class ShapeBackend {
+ public:
+  virtual ~ShapeBackend() = default;
+  virtual std::string name() const = 0;
+  // Fills latent_ms, occupancy_ms, meshing_ms, points_evaluated, points_dense of stats.
+  virtual Mesh tokens_to_mesh(const std::vector<int>& tokens, const MeshOptions& mesh, const CancelToken* cancel,
+                              GenerationStats* stats) = 0;
+  // Preview latents of the first k tokens (PreviewFill::MeanCode), then grid: adaptive with `grid` when rb > 4.
+  virtual Mesh preview_mesh(const std::vector<int>& prefix, int resolution_base, const AdaptiveOptions& grid,
+                            const CancelToken* cancel) = 0;
+};
+class Cube3D;
+// nullptr (with *why) when unusable; never throws.
+using ShapeBackendFactory = std::unique_ptr<ShapeBackend> (*)(const Cube3D& model, std::string* why);
+void register_shape_backend_factory(ShapeBackendFactory factory);
+
 // Threads used by the CPU path (OpenMP + OpenBLAS); 0 = every core.
 void set_cpu_threads(int n);
 
@@ -83,6 +105,9 @@ class Cube3D {
   // Routes the token loop through an accelerated backend (nullptr: back to the CPU reference path).
   void set_token_backend(std::unique_ptr<TokenBackend> backend);
   std::string backend_name() const;
+  // The shape stage's backend (set_token_backend attaches the GPU one when it can): nullptr = CPU.
+  void set_shape_backend(std::unique_ptr<ShapeBackend> backend);
+  std::string shape_backend_name() const;
 
   // Lower level, used by the golden runner and tests.
   // CLIP on pre-tokenized rows: ids/mask [B,77] → last_hidden [B,77,H] (text_embeds [B,P] when non-null).
@@ -108,8 +133,17 @@ class Cube3D {
   std::unique_ptr<ShapeModel> shape_;
   std::unique_ptr<GptState> state_;
   std::unique_ptr<TokenBackend> backend_;
+  std::unique_ptr<ShapeBackend> shape_backend_;
   std::vector<float> uncond_hidden_;  // CLIP("") computed once
   std::unordered_set<std::string> known_words_;
 };
+
+#ifdef CUBEFORGE_HAVE_CUDA
+// CUDA builds (users of cubeforge_cuda): the GPU shape stage registers itself (defined in src/cuda/).
+std::unique_ptr<ShapeBackend> make_cuda_shape_backend(const Cube3D& model, std::string* why);
+namespace detail {
+inline const bool cuda_shape_backend_registered = (register_shape_backend_factory(&make_cuda_shape_backend), true);
+}
+#endif
 
 }  // namespace cubeforge

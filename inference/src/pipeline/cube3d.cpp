@@ -3,6 +3,8 @@
 #include "cubeforge/cube3d.h"
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -83,8 +85,31 @@ void validate_request(const GenerationRequest& r, const ModelConfig& cfg) {
 
 void set_cpu_threads(int n) { cpu::set_num_threads(n); }
 
-void Cube3D::set_token_backend(std::unique_ptr<TokenBackend> backend) { backend_ = std::move(backend); }
+namespace {
+ShapeBackendFactory& shape_backend_factory() {
+  static ShapeBackendFactory f = nullptr;
+  return f;
+}
+}  // namespace
+void register_shape_backend_factory(ShapeBackendFactory factory) { shape_backend_factory() = factory; }
+
+void Cube3D::set_token_backend(std::unique_ptr<TokenBackend> backend) {
+  backend_ = std::move(backend);
+  // The GPU shape stage follows the CUDA token loop (one switch for front ends: enable_best_backend).
+  const bool cuda = backend_ && backend_->name().rfind("cuda", 0) == 0;
+  const char* pref = std::getenv("CUBEFORGE_SHAPE_BACKEND");
+  if (!cuda || !shape_backend_factory() || (pref && std::string(pref) == "cpu")) {
+    shape_backend_.reset();
+    return;
+  }
+  if (shape_backend_) return;
+  std::string why = "unknown reason";
+  shape_backend_ = shape_backend_factory()(*this, &why);
+  if (!shape_backend_) std::fprintf(stderr, "GPU shape stage unavailable (%s); the shape stage runs on the CPU\n", why.c_str());
+}
 std::string Cube3D::backend_name() const { return backend_ ? backend_->name() : "cpu"; }
+void Cube3D::set_shape_backend(std::unique_ptr<ShapeBackend> backend) { shape_backend_ = std::move(backend); }
+std::string Cube3D::shape_backend_name() const { return shape_backend_ ? shape_backend_->name() : "cpu"; }
 
 Cube3D::~Cube3D() = default;
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 
 #include "cubeforge/cube3d.h"
 #include "cubeforge/error.h"
@@ -18,6 +19,17 @@ using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
 Mesh grid_to_mesh(const GridValues& grid) { return marching_cubes(grid); }
+
+void cleanup(Mesh& mesh, const MeshOptions& opt) {
+  if (mesh.empty()) return;
+  CleanupOptions co;
+  co.min_component_ratio = opt.remove_small_components ? 0.15f : 0.0f;
+  // Weld vertices closer than 1e-5 (marching cubes puts two vertices almost on a grid node when a value is
+  // ~0 there): exchange formats that print ~7 digits (ASCII FBX) would otherwise collapse them on re-import.
+  co.merge_epsilon = 1e-5f;
+  co.pivot = opt.base_pivot ? Pivot::BaseCentre : Pivot::None;
+  cleanup_mesh(mesh, co);
+}
 }  // namespace
 
 const char* to_string(OccupancyMode m) { return m == OccupancyMode::Dense ? "dense" : "adaptive"; }
@@ -35,6 +47,24 @@ Mesh Cube3D::tokens_to_mesh(const std::vector<int>& tokens, const MeshOptions& o
   };
   GenerationStats local;
   GenerationStats& st = stats ? *stats : local;
+  st.shape_backend = "cpu";
+  if (shape_backend_) {
+    try {
+      stage("latents");  // the GPU backend runs latents, occupancy and meshing in one call
+      Mesh mesh = shape_backend_->tokens_to_mesh(tokens, opt, cancel, &st);
+      st.shape_backend = shape_backend_->name();
+      auto t = Clock::now();
+      stage("cleanup");
+      cleanup(mesh, opt);
+      st.cleanup_ms = ms_since(t);
+      return mesh;
+    } catch (const Cancelled&) {
+      throw;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "GPU shape stage failed (%s); running tokens -> mesh on the CPU\n", e.what());
+      st.shape_backend = std::string("cpu (GPU failed: ") + e.what() + ")";
+    }
+  }
   auto t = Clock::now();
   stage("latents");
   const Latents lat = shape_->decode_tokens(tokens, cancel);
@@ -62,27 +92,34 @@ Mesh Cube3D::tokens_to_mesh(const std::vector<int>& tokens, const MeshOptions& o
   st.meshing_ms = ms_since(t);
   t = Clock::now();
   stage("cleanup");
-  if (!mesh.empty()) {
-    CleanupOptions co;
-    co.min_component_ratio = opt.remove_small_components ? 0.15f : 0.0f;
-    // Weld vertices closer than 1e-5 (marching cubes puts two vertices almost on a grid node when a value is
-    // ~0 there): exchange formats that print ~7 digits (ASCII FBX) would otherwise collapse them on re-import.
-    co.merge_epsilon = 1e-5f;
-    co.pivot = opt.base_pivot ? Pivot::BaseCentre : Pivot::None;
-    cleanup_mesh(mesh, co);
-  }
+  cleanup(mesh, opt);
   st.cleanup_ms = ms_since(t);
   return mesh;
 }
 
 Mesh Cube3D::preview_mesh(const std::vector<int>& prefix, int rb, const CancelToken* cancel) const {
-  const Latents lat = shape_->decode_preview(prefix, PreviewFill::MeanCode, cancel);
-  auto occ = shape_->occupancy(lat);
   // Coarse-to-fine from rb 4: a preview must cost a small share of the decode time.
   AdaptiveOptions ao;
   ao.coarse_rb = 4;
   ao.margin = 0.5f;
   ao.cancel = cancel;
+  if (shape_backend_) {
+    try {
+      Mesh mesh = shape_backend_->preview_mesh(prefix, rb, ao, cancel);
+      if (!mesh.empty()) {
+        CleanupOptions co;
+        co.merge_epsilon = 1e-5f;
+        cleanup_mesh(mesh, co);
+      }
+      return mesh;
+    } catch (const Cancelled&) {
+      throw;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "GPU preview failed (%s); previewing on the CPU\n", e.what());
+    }
+  }
+  const Latents lat = shape_->decode_preview(prefix, PreviewFill::MeanCode, cancel);
+  auto occ = shape_->occupancy(lat);
   GridValues grid = rb > 4 ? occ->grid_adaptive(rb, ao) : occ->grid_dense(rb, cancel);
   Mesh mesh = grid_to_mesh(grid);
   if (!mesh.empty()) {
