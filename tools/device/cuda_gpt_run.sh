@@ -4,13 +4,13 @@
 # Usage (device tool, repo root): bash tools/device/cuda_gpt_run.sh [STAGES]   STAGES: comma list of
 #   check,checkmicro,bench01,bench05,variants,profile,sanitize (default: all)
 # Env: ATTRIB="16,32"  engine variants teacher-forced against the same fp32 reference in check01 (error attribution);
-#      VARIANTS="64 128" variant bit sets benchmarked (v0.1, quick, batch 1) in the variants stage.
+#      VARIANTS="16 256" variant bit sets benchmarked (v0.1, quick, batch 1) in the variants stage.
 set -uo pipefail
 OUT=${OUT:-/tmp/cuda-gpt-out}
 mkdir -p "$OUT"
 STAGES=${1:-check,checkmicro,bench01,bench05,variants,profile,sanitize}
 ATTRIB=${ATTRIB:-}
-VARIANTS=${VARIANTS:-64 128}
+VARIANTS=${VARIANTS:-16 256}
 has() { [[ ",$STAGES," == *",$1,"* ]]; }
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv | tee "$OUT/gpu.txt"
