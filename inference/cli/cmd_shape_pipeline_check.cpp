@@ -49,6 +49,20 @@ void check_preset(const std::string& preset, const std::string& tokenizer, int r
   auto backend = make_cuda_shape_backend(*model, &why);
   verdict("GPU shape backend from the model's tensors", backend != nullptr, backend ? backend->name() : why);
   if (!backend) return;
+  {  // the front ends' switch: attaching a CUDA token loop attaches the GPU shape stage (registered factory)
+    struct StubCudaTokens : TokenBackend {
+      std::string name() const override { return "cuda (stub token loop)"; }
+      std::vector<int> generate(const std::vector<float>&, int, const GenerationRequest&, const TokenCallback&,
+                                const CancelToken*, GenerationStats*) override {
+        throw Error("stub");
+      }
+    };
+    model->set_token_backend(std::make_unique<StubCudaTokens>());
+    const std::string attached = model->shape_backend_name();
+    model->set_token_backend(nullptr);
+    verdict("set_token_backend(cuda) attaches the GPU shape stage", attached.rfind("cuda", 0) == 0 &&
+            model->shape_backend_name() == "cpu", attached + ", then " + model->shape_backend_name());
+  }
   model->set_shape_backend(std::move(backend));
   model->tokens_to_mesh(ids, mo, nullptr, &gs);  // warm-up (GEMM plans)
   const Mesh gpu = model->tokens_to_mesh(ids, mo, nullptr, &gs);

@@ -462,7 +462,7 @@ struct CudaShapeEngine::Impl {
         for (DevBuf* b : {&bufA, &bufB, &bufQ, &bufU, &bufOut, &bufXyz}) b->release();
         if (chunk <= 4096) throw;
         chunk = std::max<size_t>(4096, round_up(chunk / 2, 256));
-        std::fprintf(stderr, "CUDA shape: %s; network chunk reduced to %zu points\n", e.what(), chunk);
+        std::fprintf(stderr, "%s; network chunk reduced to %zu points\n", e.what(), chunk);
       }
     }
   }
