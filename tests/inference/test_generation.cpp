@@ -2,6 +2,7 @@
 // every bad request / bad model file the API must reject with a clear error.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -9,6 +10,7 @@
 #include "cubeforge/cube3d.h"
 #include "cubeforge/error.h"
 #include "cubeforge/golden.h"
+#include "cubeforge/shape_model.h"
 #include "cubeforge/test_model.h"
 #include "test_util.h"
 
@@ -237,6 +239,28 @@ TEST_F(GenerationTest, MeshAndPreviewsArriveBeforeCompletion) {
   EXPECT_GT(res.stats.first_preview_ms, 0);
   EXPECT_EQ(res.stats.points_dense, size_t(17 * 17 * 17));
   EXPECT_GT(res.stats.total_ms, 0);
+}
+
+TEST_F(GenerationTest, TokensToMeshPassesTheAdaptiveRuleOptions) {
+  MeshOptions mo;
+  mo.resolution_base = 6;
+  mo.coarse_resolution_base = 4;
+  const int N = model_->config().num_tokens();
+  std::vector<int> ids(N);
+  for (int i = 0; i < N; ++i) ids[i] = (i * 11 + 3) % model_->config().shape.num_codes;
+  // A margin that refines part of the random model's field (its logits lie within a few tenths of 0 here).
+  GridValues coarse = model_->shape_model().occupancy(model_->shape_model().decode_tokens(ids))->grid_dense(4);
+  std::vector<float> mag;
+  for (float v : coarse.values) mag.push_back(std::fabs(v));
+  std::nth_element(mag.begin(), mag.begin() + mag.size() / 2, mag.end());
+  mo.adaptive_margin = mag[mag.size() / 2];  // the median |logit| of the coarse level
+  GenerationStats fixed, scaled;
+  model_->tokens_to_mesh(ids, mo, nullptr, &fixed);
+  mo.adaptive_scale_margin = true;
+  mo.adaptive_final_dilation = 0;
+  model_->tokens_to_mesh(ids, mo, nullptr, &scaled);
+  EXPECT_GT(fixed.points_evaluated, size_t(17 * 17 * 17));  // refined beyond the coarse level
+  EXPECT_LT(scaled.points_evaluated, fixed.points_evaluated);
 }
 
 TEST_F(GenerationTest, TokensToMeshRejectsBadInput) {

@@ -68,6 +68,8 @@ struct MeshOptions {
   bool base_pivot = false;                    // centre x/z, lowest point at y = 0 (for placing in a scene)
   int coarse_resolution_base = 5;             // adaptive: level evaluated in full
   float adaptive_margin = 1.0f;               // adaptive: refine cells with a corner |logit| below this
+  bool adaptive_scale_margin = false;         // adaptive: margin halves per level (grid.h AdaptiveOptions::scale_margin)
+  int adaptive_final_dilation = -1;           // adaptive: dilation into the last level, -1 = 1 (grid.h final_dilation)
 };
 
 // Live preview while tokens arrive: every `every` tokens the first k tokens are decoded at a low resolution.

@@ -26,6 +26,8 @@ class CudaShapeBackend final : public ShapeBackend {
     go.adaptive = opt.mode == OccupancyMode::Adaptive;
     go.coarse_rb = opt.coarse_resolution_base;
     go.margin = opt.adaptive_margin;
+    go.scale_margin = opt.adaptive_scale_margin;
+    go.final_dilation = opt.adaptive_final_dilation;
     go.copy_values = false;  // marching cubes runs on the device grid
     go.cancel = cancel ? cancel->flag() : nullptr;
     cuda::ShapeStageTimes t;

@@ -79,6 +79,8 @@ Mesh Cube3D::tokens_to_mesh(const std::vector<int>& tokens, const MeshOptions& o
     AdaptiveOptions ao;
     ao.coarse_rb = opt.coarse_resolution_base;
     ao.margin = opt.adaptive_margin;
+    ao.scale_margin = opt.adaptive_scale_margin;
+    ao.final_dilation = opt.adaptive_final_dilation;
     ao.cancel = cancel;
     grid = occ->grid_adaptive(opt.resolution_base, ao);
   }
