@@ -25,6 +25,8 @@ namespace {
       throw cubeforge::Error(std::string("cuBLAS error in ") + #call + ": " + cublasGetStatusString(st_)); \
   } while (0)
 
+constexpr bool kRingDefault = true;  // see EngineOptions::variant bit 10
+
 double now_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -77,6 +79,44 @@ using GemvDown16 = Gemv<F, 1, 16, 2, EPI_RESID, false, 1>;
 using GemvLm = Gemv<D, 2, 8, 1, EPI_LMHEAD, true, 2>;
 using GemvLmN = Gemv<D, 2, 8, 1, EPI_LMHEAD, true, 1>;      // bit 8: compiler's register count (146: 1 block/SM)
 
+// Ring GEMV (gemv_ring_kernel): one block per SM, weights through a shared-memory ring of nst 12 KB stages.
+template <int K, int NTILE, int EPI, bool LN>
+struct GemvRing {
+  static constexpr int NT = 8 * NTILE;
+  static size_t smem(int R, bool act, int nst) {
+    size_t s = (size_t)nst * RING_STAGE_BYTES + 2 * nst * 8;
+    s = (s + 15) & ~size_t(15);
+    if (LN || act) s += ((size_t)2 * R * (K + 32) * 2 + 15) & ~size_t(15);
+    if (LN) s += 16 * sizeof(float2);
+    return s + (size_t)RING_NW * NTILE * 128 * 4 + 16 * NT * 4 + 32 * 4;
+  }
+  static void prepare(int optin) {
+    CF_CUDA(cudaFuncSetAttribute(gemv_ring_kernel<K, NTILE, EPI, LN, true>,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
+    CF_CUDA(cudaFuncSetAttribute(gemv_ring_kernel<K, NTILE, EPI, LN, false>,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
+  }
+  static void run(const GemvParams& p0, cudaStream_t s, bool pdl, int nsm, int nst, int optin) {
+    GemvParams p = p0;
+    if (p.N % NT) throw cubeforge::Error("CUDA GPT: ring GEMV needs N % " + std::to_string(NT) + " == 0");
+    if (!p.blocked) throw cubeforge::Error("CUDA GPT: ring GEMV needs the blocked weight layout");
+    p.nst = nst;
+    p.act_smem = (!LN && smem(p.R, true, nst) <= (size_t)optin) ? 1 : 0;
+    const size_t bytes = smem(p.R, LN || p.act_smem, nst);
+    if (bytes > (size_t)optin) throw cubeforge::Error("CUDA GPT: ring GEMV shared memory over the device limit");
+    const dim3 grid(std::min(p.N / NT, nsm));
+    if (p.R > 8)
+      launch(gemv_ring_kernel<K, NTILE, EPI, LN, true>, grid, dim3(RING_THREADS), bytes, s, pdl, p);
+    else
+      launch(gemv_ring_kernel<K, NTILE, EPI, LN, false>, grid, dim3(RING_THREADS), bytes, s, pdl, p);
+  }
+};
+using RingQkv = GemvRing<D, 1, EPI_QKV, true>;
+using RingOproj = GemvRing<D, 1, EPI_RESID, false>;
+using RingGateUp = GemvRing<D, 2, EPI_SWIGLU, true>;
+using RingDown = GemvRing<F, 1, EPI_RESID, false>;
+using RingLm = GemvRing<D, 2, EPI_LMHEAD, true>;
+
 struct LayerW {
   bf16 *x_qkv = nullptr, *x_vb = nullptr, *x_o = nullptr, *x_ob = nullptr, *x_gu = nullptr, *x_gub = nullptr,
        *x_dn = nullptr, *x_dnb = nullptr;
@@ -124,6 +164,8 @@ struct CudaGptEngine::Impl {
   bf16 *pact = nullptr, *patt = nullptr;
   int lm_blocks = 0;
   int nsm = 132, per_sm = 0, blocked = 0;
+  bool ring = false;     // ring GEMVs (gemv_ring_kernel) instead of the register GEMVs
+  int ring_nst = 6, smem_optin = 0;
   int split_dec = 1, split_pre = 1;  // activation operands as bf16 hi + lo (decode GEMVs / prefill GEMMs)
 
   int R = 0, P = 0;
@@ -394,6 +436,11 @@ struct CudaGptEngine::Impl {
     GemvDown16::prepare();
     GemvLm::prepare();
     GemvLmN::prepare();
+    RingQkv::prepare(smem_optin);
+    RingOproj::prepare(smem_optin);
+    RingGateUp::prepare(smem_optin);
+    RingDown::prepare(smem_optin);
+    RingLm::prepare(smem_optin);
   }
 
   // ---------------------------------------------------------------------------------------------------------------
@@ -469,7 +516,8 @@ struct CudaGptEngine::Impl {
       q.bias_from = 2 * D;
       q.out_f = qkv;
       q.ld_out = QKV_LD;
-      if (opts.variant & 64) GemvQkv16::run(q, stream, pdl, nsm, per_sm);
+      if (ring) RingQkv::run(q, stream, pdl, nsm, ring_nst, smem_optin);
+      else if (opts.variant & 64) GemvQkv16::run(q, stream, pdl, nsm, per_sm);
       else GemvQkv::run(q, stream, pdl, nsm, per_sm);
       AttnParams a = {};
       a.qkv = qkv;
@@ -495,7 +543,8 @@ struct CudaGptEngine::Impl {
       o.A_lo = att_lo;
       o.bias = w.x_ob;
       o.save_y = save_y;
-      if (opts.variant & 1) GemvOprojKs::run(o, stream, pdl, nsm, per_sm);
+      if (ring) RingOproj::run(o, stream, pdl, nsm, ring_nst, smem_optin);
+      else if (opts.variant & 1) GemvOprojKs::run(o, stream, pdl, nsm, per_sm);
       else GemvOproj::run(o, stream, pdl, nsm, per_sm);
     }
     GemvParams g = base_params();
@@ -505,7 +554,8 @@ struct CudaGptEngine::Impl {
     g.out = hbuf;
     g.out_lo = hbuf_lo;
     g.ld_out = F;
-    if (opts.variant & 256) GemvGateUpN::run(g, stream, pdl, nsm, per_sm);
+    if (ring) RingGateUp::run(g, stream, pdl, nsm, ring_nst, smem_optin);
+    else if (opts.variant & 256) GemvGateUpN::run(g, stream, pdl, nsm, per_sm);
     else GemvGateUp::run(g, stream, pdl, nsm, per_sm);
     GemvParams d = base_params();
     d.W = w.x_dn;
@@ -514,7 +564,8 @@ struct CudaGptEngine::Impl {
     d.A_lo = hbuf_lo;
     d.bias = w.x_dnb;
     d.add2 = add2;
-    if (opts.variant & 2) GemvDown16::run(d, stream, pdl, nsm, per_sm);
+    if (ring) RingDown::run(d, stream, pdl, nsm, ring_nst, smem_optin);
+    else if (opts.variant & 2) GemvDown16::run(d, stream, pdl, nsm, per_sm);
     else if (opts.variant & 128) GemvDownKs2::run(d, stream, pdl, nsm, per_sm);
     else if (opts.variant & 512) GemvDownKs8::run(d, stream, pdl, nsm, per_sm);
     else GemvDown::run(d, stream, pdl, nsm, per_sm);
@@ -548,7 +599,8 @@ struct CudaGptEngine::Impl {
     p.stats_next = stats;
     p.tokens = tokens;
     p.host_tokens = h_tokens_dev;
-    if (opts.variant & 256) GemvLmN::run(p, stream, pdl, nsm, per_sm);
+    if (ring) RingLm::run(p, stream, pdl, nsm, ring_nst, smem_optin);
+    else if (opts.variant & 256) GemvLmN::run(p, stream, pdl, nsm, per_sm);
     else GemvLm::run(p, stream, pdl, nsm, per_sm);
     if (k.topp) {
       ToppParams t = {ctl, dyn, guided, wte, x, stats, tokens, h_tokens_dev};
@@ -693,6 +745,14 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
   m.blocked = (opts.variant & 8) ? 0 : 1;     // blocked weight layout (default; bit 3 = row-major)
   m.split_dec = (opts.variant & 16) ? 0 : 1;  // bit 4: decode GEMV activations bf16 only (no lo part)
   m.split_pre = (opts.variant & 32) ? 0 : 1;  // bit 5: prefill GEMM activations bf16 only (no lo part)
+  // bit 10: flips between the ring GEMVs (shared-memory weight ring, bulk copies) and the session-3 register GEMVs;
+  // bits 11 / 12: ring depth 3 / 10 stages of 12 KB (default 6). The ring needs the blocked layout (not bit 3).
+  m.ring = (kRingDefault != ((opts.variant & 1024) != 0)) && m.blocked;
+  m.ring_nst = (opts.variant & 2048) ? 3 : (opts.variant & 4096) ? 10 : 6;
+  m.smem_optin = prop.sharedMemPerBlockOptin;
+  if (opts.verbose)
+    std::fprintf(stderr, "cubeforge cuda: decode GEMVs: %s\n",
+                 m.ring ? ("ring, " + std::to_string(m.ring_nst) + " stages of 12 KB").c_str() : "register (session 3)");
   CF_CUDA(cudaStreamCreateWithFlags(&m.stream, cudaStreamNonBlocking));
   if (cublasCreate(&m.blas) != CUBLAS_STATUS_SUCCESS) throw cubeforge::Error("CUDA GPT: cublasCreate failed");
   CF_BLAS(cublasSetStream(m.blas, m.stream));

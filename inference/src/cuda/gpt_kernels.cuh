@@ -73,20 +73,23 @@ struct GemvParams {
   float* stats_next;
   int* tokens;         // device [P][N]
   int* host_tokens;    // mapped pinned [P][N]
+  // ring GEMV (gemv_ring_kernel) only
+  int act_smem;        // non-LN input staged in shared memory (else read from L2 per chunk)
+  int nst;             // ring stages (<= RING_MAXST)
 };
 
 // ---- token emission: next embedding (both CFG rows), its LN stats, token outputs ------------------------------
 __device__ inline void emit_tokens(const int* tok, int p_begin, int p_end, const Ctl* ctl, int pos, const float* wte,
-                                   float* x, float* stats, int* tokens, int* host_tokens) {
+                                   float* x, float* stats, int* tokens, int* host_tokens, int nthr) {
   const int P = ctl->P, cfg = ctl->cfg;
   const int np = p_end - p_begin;
-  for (int v = threadIdx.x; v < np * (D / 4); v += blockDim.x) {
+  for (int v = threadIdx.x; v < np * (D / 4); v += nthr) {
     const int p = p_begin + v / (D / 4), k4 = (v % (D / 4)) * 4;
     const float4 e = *reinterpret_cast<const float4*>(wte + (size_t)tok[p] * D + k4);
     *reinterpret_cast<float4*>(x + (size_t)p * D + k4) = e;
     if (cfg) *reinterpret_cast<float4*>(x + (size_t)(P + p) * D + k4) = e;
   }
-  for (int v = threadIdx.x; v < np * NSLOT; v += blockDim.x) {
+  for (int v = threadIdx.x; v < np * NSLOT; v += nthr) {
     const int p = p_begin + v / NSLOT, sl = v % NSLOT;
     const float* e = wte + (size_t)tok[p] * D + sl * 8;
     float s = 0.f, q = 0.f;
@@ -111,6 +114,251 @@ __device__ __forceinline__ void split_store(bf16* hi, bf16* lo, size_t i, float 
   const bf16 h = __float2bfloat16_rn(v);
   hi[i] = h;
   lo[i] = __float2bfloat16_rn(v - __bfloat162float(h));
+}
+
+// Barrier among a GEMV's compute threads: BAR 0 = the whole block (__syncthreads), else named barrier BAR over the
+// first NTHR threads (the ring GEMV's consumer warps; its producer warp never joins).
+template <int BAR, int NTHR>
+__device__ __forceinline__ void cbar() {
+  if constexpr (BAR == 0) __syncthreads();
+  else asm volatile("bar.sync %0, %1;" ::"n"(BAR), "n"(NTHR) : "memory");
+}
+
+// GEMV epilogues on the reduced tile outs[16][NT] (rows x outputs n0..n0+NT-1), run by the NW * 32 compute threads.
+template <int NTILE, int NW, int EPI, int BAR>
+__device__ __forceinline__ void gemv_epilogue(const GemvParams& p, float* outs, int* flag, int n0, int tile,
+                                              int total) {
+  constexpr int NT = 8 * NTILE;
+  const int R = p.R;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  // ---- epilogues ----
+  if constexpr (EPI == EPI_QKV) {
+    for (int e = threadIdx.x; e < R * NT; e += NW * 32) {
+      const int r = e / NT, c = e % NT, col = n0 + c;
+      if (col >= p.N) continue;
+      float v = outs[r * NT + c];
+      if (col >= p.bias_from) v += bf(p.bias[col - p.bias_from]);
+      p.out_f[(size_t)r * p.ld_out + col] = v;
+    }
+  } else if constexpr (EPI == EPI_RESID) {
+    for (int e = threadIdx.x; e < R * NT; e += NW * 32) {
+      const int r = e / NT, c = e % NT, col = n0 + c;
+      const float y = outs[r * NT + c] + bf(p.bias[col]);
+      float x = __ldcg(p.resid + (size_t)r * D + col);
+      x = x + y;
+      if (p.add2) x = x + __ldcg(p.add2 + (size_t)r * D + col);
+      p.resid[(size_t)r * D + col] = x;
+      if (p.save_y) p.save_y[(size_t)r * D + col] = y;
+      outs[r * NT + c] = x;
+    }
+    cbar<BAR, NW * 32>();
+    for (int e = threadIdx.x; e < R * NTILE; e += NW * 32) {
+      const int r = e / NTILE, tt = e % NTILE;
+      float s = 0.f, q = 0.f;
+#pragma unroll
+      for (int c = 0; c < 8; ++c) {
+        const float x = outs[r * NT + tt * 8 + c];
+        s += x;
+        q += x * x;
+      }
+      reinterpret_cast<float2*>(p.stats_out)[(size_t)r * NSLOT + n0 / 8 + tt] = make_float2(s, q);
+    }
+  } else if constexpr (EPI == EPI_SWIGLU) {
+    constexpr int NF = NT / 2;
+    for (int e = threadIdx.x; e < R * NF; e += NW * 32) {
+      const int r = e / NF, j = e % NF, m = j / 8, cc = j % 8;
+      const int cg = 2 * m * 8 + cc, cu = (2 * m + 1) * 8 + cc;
+      const float gv = outs[r * NT + cg] + bf(p.bias[n0 + cg]);
+      const float uv = outs[r * NT + cu] + bf(p.bias[n0 + cu]);
+      const float sg = gv / (1.f + __expf(-gv));
+      split_store(p.out, p.out_lo, (size_t)r * p.ld_out + n0 / 2 + j, sg * uv);
+    }
+  } else if constexpr (EPI == EPI_LMHEAD) {
+    const Ctl* ctl = p.ctl;
+    const int P = ctl->P, cfg = ctl->cfg, V = ctl->vocab;
+    const int pos = __ldcg(&p.dyn->pos);
+    const double gd = ctl->guidance * (double)(ctl->N - pos) / (double)ctl->N;
+    const float g1 = (float)(1.0 + gd), gm = (float)gd;
+    if (ctl->write_raw)
+      for (int e = threadIdx.x; e < R * NT; e += NW * 32) {
+        const int r = e / NT, c = e % NT, col = n0 + c;
+        if (col < V) p.raw[(size_t)r * V + col] = outs[r * NT + c];
+      }
+    cbar<BAR, NW * 32>();
+    for (int e = threadIdx.x; e < P * NT; e += NW * 32) {
+      const int pp = e / NT, c = e % NT, col = n0 + c;
+      const float lc = outs[pp * NT + c];
+      float gv = lc;
+      if (cfg) {
+        const float lu = outs[(P + pp) * NT + c];
+        gv = __fsub_rn(__fmul_rn(g1, lc), __fmul_rn(gm, lu));
+      }
+      if (col >= V) gv = -INFINITY;
+      outs[pp * NT + c] = gv;
+      if (ctl->write_guided && col < V) p.guided[(size_t)pp * V + col] = gv;
+    }
+    cbar<BAR, NW * 32>();
+    if ((int)threadIdx.x < P) {
+      const int pp = threadIdx.x;
+      float best = outs[pp * NT];
+      int bi = n0;
+      for (int c = 1; c < NT; ++c)
+        if (outs[pp * NT + c] > best) {
+          best = outs[pp * NT + c];
+          bi = n0 + c;
+        }
+      p.lm_val[pp * total + tile] = best;
+      p.lm_idx[pp * total + tile] = bi;
+    }
+    if (p.tail) {
+      __threadfence();
+      cbar<BAR, NW * 32>();
+      if (threadIdx.x == 0) *flag = (atomicAdd(&p.dyn->cnt_lm, 1u) == (unsigned)total - 1);
+      cbar<BAR, NW * 32>();
+      if (*flag) {  // every tile has published its partial: pick, emit, advance the position
+        __threadfence();
+        int* tok = flag + 1;
+        if (warp < P) {
+          const int pp = warp;
+          float best = -INFINITY;
+          int bi = 0x7fffffff;
+          for (int b = lane; b < total; b += 32) {
+            const float v = __ldcg(p.lm_val + pp * total + b);
+            const int i = __ldcg(p.lm_idx + pp * total + b);
+            if (v > best || (v == best && i < bi)) {
+              best = v;
+              bi = i;
+            }
+          }
+#pragma unroll
+          for (int o = 16; o > 0; o >>= 1) {
+            const float v = __shfl_xor_sync(0xffffffffu, best, o);
+            const int i = __shfl_xor_sync(0xffffffffu, bi, o);
+            if (v > best || (v == best && i < bi)) {
+              best = v;
+              bi = i;
+            }
+          }
+          if (lane == 0) tok[pp] = ctl->forced ? ctl->forced_tok[pp] : bi;
+        }
+        cbar<BAR, NW * 32>();
+        emit_tokens(tok, 0, P, ctl, pos, p.wte, p.x_next, p.stats_next, p.tokens, p.host_tokens, NW * 32);
+        cbar<BAR, NW * 32>();
+        if (threadIdx.x == 0) {
+          p.dyn->cnt_lm = 0;
+          p.dyn->pos = pos + 1;
+        }
+      }
+    }
+  }
+}
+
+// LN prologue of a GEMV: per-row mean / rstd from the producer's per-8-column partial sums (fp64), then the
+// normalised rows of X as bf16 hi rows [R][AST] followed by lo rows [R][AST] in shared memory (act).
+template <int K, int NW, int BAR>
+__device__ __forceinline__ void gemv_ln_prologue(const GemvParams& p, bf16* act, float2* st, int R) {
+  constexpr int AST = K + 32;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  for (int r = warp; r < R; r += NW) {
+    double s = 0.0, q = 0.0;
+    for (int j = lane; j < NSLOT; j += 32) {
+      const float2 v = __ldcg(reinterpret_cast<const float2*>(p.stats) + r * NSLOT + j);
+      s += v.x;
+      q += v.y;
+    }
+    s = warp_sum_d(s);
+    q = warp_sum_d(q);
+    if (lane == 0) {
+      const double mean = s / D;
+      double var = q / D - mean * mean;
+      if (var < 0.0) var = 0.0;
+      st[r] = make_float2((float)mean, (float)(1.0 / sqrt(var + (double)p.eps)));
+    }
+  }
+  cbar<BAR, NW * 32>();
+  for (int v = threadIdx.x; v < R * (K / 8); v += NW * 32) {
+    const int r = v / (K / 8), k8 = (v % (K / 8)) * 8;
+    const float4 a = ld_cg_f4(p.X + (size_t)r * D + k8), b = ld_cg_f4(p.X + (size_t)r * D + k8 + 4);
+    const float2 m = st[r];
+    const float y[8] = {(a.x - m.x) * m.y, (a.y - m.x) * m.y, (a.z - m.x) * m.y, (a.w - m.x) * m.y,
+                        (b.x - m.x) * m.y, (b.y - m.x) * m.y, (b.z - m.x) * m.y, (b.w - m.x) * m.y};
+    uint4 o, ol;
+    o.x = pack_bf2(y[0], y[1]);
+    o.y = pack_bf2(y[2], y[3]);
+    o.z = pack_bf2(y[4], y[5]);
+    o.w = pack_bf2(y[6], y[7]);
+    ol.x = pack_bf2(y[0] - bf_lo(o.x), y[1] - bf_hi(o.x));
+    ol.y = pack_bf2(y[2] - bf_lo(o.y), y[3] - bf_hi(o.y));
+    ol.z = pack_bf2(y[4] - bf_lo(o.z), y[5] - bf_hi(o.z));
+    ol.w = pack_bf2(y[6] - bf_lo(o.w), y[7] - bf_hi(o.w));
+    *reinterpret_cast<uint4*>(act + (size_t)r * AST + k8) = o;
+    *reinterpret_cast<uint4*>(act + (size_t)(R + r) * AST + k8) = ol;
+  }
+}
+
+// End of a GEMV tile: hi + lo partial sums combined, then the cross-warp reduction (fixed order: deterministic)
+// into outs[16][NT] (row, output) through red.
+template <int NTILE, int NW, bool M16, int BAR>
+__device__ __forceinline__ void gemv_reduce(float (&acc)[NTILE][4], const float (&acc2)[NTILE][4], bool split,
+                                            float* red, float* outs) {
+  constexpr int NT = 8 * NTILE;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  if (split) {
+#pragma unroll
+    for (int tt = 0; tt < NTILE; ++tt) {
+      if constexpr (M16) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) acc[tt][i] += acc2[tt][i];
+      } else {
+        acc[tt][0] += acc[tt][2];
+        acc[tt][1] += acc[tt][3];
+        acc[tt][2] = acc[tt][3] = 0.f;
+      }
+    }
+  }
+  // cross-warp reduction (fixed order: deterministic)
+#pragma unroll
+  for (int tt = 0; tt < NTILE; ++tt)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) red[((warp * NTILE + tt) * 4 + i) * 32 + lane] = acc[tt][i];
+  cbar<BAR, NW * 32>();
+  for (int e = threadIdx.x; e < NTILE * 128; e += NW * 32) {
+    const int tt = e >> 7, i = (e >> 5) & 3, l = e & 31;
+    float s = 0.f;
+#pragma unroll
+    for (int ww = 0; ww < NW; ++ww) s += red[((ww * NTILE + tt) * 4 + i) * 32 + l];
+    const int row = (l >> 2) + ((i & 2) ? 8 : 0), col = tt * 8 + (l & 3) * 2 + (i & 1);
+    outs[row * NT + col] = s;
+  }
+  cbar<BAR, NW * 32>();
+}
+
+// A GEMV's activation fragments for chunk column k (lane: row g, 8 columns from k): hi rows g / g + 8 and lo rows
+// g / g + 8 (zero where absent), from the shared-memory rows [R][K + 32] (hi) + [R][K + 32] (lo) or from L2.
+template <int K, bool M16>
+__device__ __forceinline__ void gemv_load_act(const GemvParams& p, const bf16* act, bool from_smem, int R, int g,
+                                              int k, bool split, uint4& a0, uint4& a1, uint4& l0, uint4& l1) {
+  constexpr int AST = K + 32;
+  a0 = a1 = l0 = l1 = make_uint4(0, 0, 0, 0);
+  if (from_smem) {
+    if (g < R) {
+      a0 = *reinterpret_cast<const uint4*>(act + (size_t)g * AST + k);
+      if (split) l0 = *reinterpret_cast<const uint4*>(act + (size_t)(R + g) * AST + k);
+    }
+    if (M16 && g + 8 < R) {
+      a1 = *reinterpret_cast<const uint4*>(act + (size_t)(g + 8) * AST + k);
+      if (split) l1 = *reinterpret_cast<const uint4*>(act + (size_t)(R + g + 8) * AST + k);
+    }
+  } else {
+    if (g < R) {
+      a0 = ld_cg16(p.A + (size_t)g * K + k);
+      if (split) l0 = ld_cg16(p.A_lo + (size_t)g * K + k);
+    }
+    if (M16 && g + 8 < R) {
+      a1 = ld_cg16(p.A + (size_t)(g + 8) * K + k);
+      if (split) l1 = ld_cg16(p.A_lo + (size_t)(g + 8) * K + k);
+    }
+  }
 }
 
 // ---- GEMV on tensor cores: y[r][n] = sum_k a[r][k] W[n][k] for R <= 16 rows, one weight read for all rows -------
@@ -171,41 +419,7 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
     off = ((size_t)2 * R * AST * 2 + 15) & ~size_t(15);  // hi rows [R][AST], then lo rows [R][AST]
     float2* st = reinterpret_cast<float2*>(smem + off);
     off += 16 * sizeof(float2);
-    for (int r = warp; r < R; r += NW) {
-      double s = 0.0, q = 0.0;
-      for (int j = lane; j < NSLOT; j += 32) {
-        const float2 v = __ldcg(reinterpret_cast<const float2*>(p.stats) + r * NSLOT + j);
-        s += v.x;
-        q += v.y;
-      }
-      s = warp_sum_d(s);
-      q = warp_sum_d(q);
-      if (lane == 0) {
-        const double mean = s / D;
-        double var = q / D - mean * mean;
-        if (var < 0.0) var = 0.0;
-        st[r] = make_float2((float)mean, (float)(1.0 / sqrt(var + (double)p.eps)));
-      }
-    }
-    __syncthreads();
-    for (int v = threadIdx.x; v < R * (K / 8); v += NW * 32) {
-      const int r = v / (K / 8), k8 = (v % (K / 8)) * 8;
-      const float4 a = ld_cg_f4(p.X + (size_t)r * D + k8), b = ld_cg_f4(p.X + (size_t)r * D + k8 + 4);
-      const float2 m = st[r];
-      const float y[8] = {(a.x - m.x) * m.y, (a.y - m.x) * m.y, (a.z - m.x) * m.y, (a.w - m.x) * m.y,
-                          (b.x - m.x) * m.y, (b.y - m.x) * m.y, (b.z - m.x) * m.y, (b.w - m.x) * m.y};
-      uint4 o, ol;
-      o.x = pack_bf2(y[0], y[1]);
-      o.y = pack_bf2(y[2], y[3]);
-      o.z = pack_bf2(y[4], y[5]);
-      o.w = pack_bf2(y[6], y[7]);
-      ol.x = pack_bf2(y[0] - bf_lo(o.x), y[1] - bf_hi(o.x));
-      ol.y = pack_bf2(y[2] - bf_lo(o.y), y[3] - bf_hi(o.y));
-      ol.z = pack_bf2(y[4] - bf_lo(o.z), y[5] - bf_hi(o.z));
-      ol.w = pack_bf2(y[6] - bf_lo(o.w), y[7] - bf_hi(o.w));
-      *reinterpret_cast<uint4*>(act_w + (size_t)r * AST + k8) = o;
-      *reinterpret_cast<uint4*>(act_w + (size_t)(R + r) * AST + k8) = ol;
-    }
+    gemv_ln_prologue<K, NW, 0>(p, act_w, st, R);
     __syncthreads();
   }
   float* red = reinterpret_cast<float*>(smem + off);
@@ -227,26 +441,8 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
 #pragma unroll
     for (int c = 0; c < CPW; ++c) {
       const int k = kbase + (c * NW + warp) * 32 + t4 * 8;
-      uint4 a0 = make_uint4(0, 0, 0, 0), a1 = a0, l0 = a0, l1 = a0;  // hi row g, hi row g+8, lo row g, lo row g+8
-      if constexpr (LN) {
-        if (g < R) {
-          a0 = *reinterpret_cast<const uint4*>(act + (size_t)g * AST + k);
-          if (split) l0 = *reinterpret_cast<const uint4*>(act + (size_t)(R + g) * AST + k);
-        }
-        if (M16 && g + 8 < R) {
-          a1 = *reinterpret_cast<const uint4*>(act + (size_t)(g + 8) * AST + k);
-          if (split) l1 = *reinterpret_cast<const uint4*>(act + (size_t)(R + g + 8) * AST + k);
-        }
-      } else {
-        if (g < R) {
-          a0 = ld_cg16(p.A + (size_t)g * K + k);
-          if (split) l0 = ld_cg16(p.A_lo + (size_t)g * K + k);
-        }
-        if (M16 && g + 8 < R) {
-          a1 = ld_cg16(p.A + (size_t)(g + 8) * K + k);
-          if (split) l1 = ld_cg16(p.A_lo + (size_t)(g + 8) * K + k);
-        }
-      }
+      uint4 a0, a1, l0, l1;  // hi row g, hi row g+8, lo row g, lo row g+8
+      gemv_load_act<K, M16>(p, act, LN, R, g, k, split, a0, a1, l0, l1);
       if constexpr (!M16) a1 = l0;  // rows 8..15 carry the lo parts of rows 0..7
 #pragma unroll
       for (int tt = 0; tt < NTILE; ++tt) {
@@ -258,34 +454,7 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
         }
       }
     }
-    if (split) {
-#pragma unroll
-      for (int tt = 0; tt < NTILE; ++tt) {
-        if constexpr (M16) {
-#pragma unroll
-          for (int i = 0; i < 4; ++i) acc[tt][i] += acc2[tt][i];
-        } else {
-          acc[tt][0] += acc[tt][2];
-          acc[tt][1] += acc[tt][3];
-          acc[tt][2] = acc[tt][3] = 0.f;
-        }
-      }
-    }
-    // cross-warp reduction (fixed order: deterministic)
-#pragma unroll
-    for (int tt = 0; tt < NTILE; ++tt)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) red[((warp * NTILE + tt) * 4 + i) * 32 + lane] = acc[tt][i];
-    __syncthreads();
-    for (int e = threadIdx.x; e < NTILE * 128; e += NW * 32) {
-      const int tt = e >> 7, i = (e >> 5) & 3, l = e & 31;
-      float s = 0.f;
-#pragma unroll
-      for (int ww = 0; ww < NW; ++ww) s += red[((ww * NTILE + tt) * 4 + i) * 32 + l];
-      const int row = (l >> 2) + ((i & 2) ? 8 : 0), col = tt * 8 + (l & 3) * 2 + (i & 1);
-      outs[row * NT + col] = s;
-    }
-    __syncthreads();
+    gemv_reduce<NTILE, NW, M16, 0>(acc, acc2, split, red, outs);
 
     if constexpr (KSPLIT > 1) {
       float* mine = p.ks_scratch + ((size_t)tile * KSPLIT + ks) * 16 * NT;
@@ -306,126 +475,7 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
       __syncthreads();
     }
 
-    // ---- epilogues ----
-    if constexpr (EPI == EPI_QKV) {
-      for (int e = threadIdx.x; e < R * NT; e += NW * 32) {
-        const int r = e / NT, c = e % NT, col = n0 + c;
-        if (col >= p.N) continue;
-        float v = outs[r * NT + c];
-        if (col >= p.bias_from) v += bf(p.bias[col - p.bias_from]);
-        p.out_f[(size_t)r * p.ld_out + col] = v;
-      }
-    } else if constexpr (EPI == EPI_RESID) {
-      for (int e = threadIdx.x; e < R * NT; e += NW * 32) {
-        const int r = e / NT, c = e % NT, col = n0 + c;
-        const float y = outs[r * NT + c] + bf(p.bias[col]);
-        float x = __ldcg(p.resid + (size_t)r * D + col);
-        x = x + y;
-        if (p.add2) x = x + __ldcg(p.add2 + (size_t)r * D + col);
-        p.resid[(size_t)r * D + col] = x;
-        if (p.save_y) p.save_y[(size_t)r * D + col] = y;
-        outs[r * NT + c] = x;
-      }
-      __syncthreads();
-      for (int e = threadIdx.x; e < R * NTILE; e += NW * 32) {
-        const int r = e / NTILE, tt = e % NTILE;
-        float s = 0.f, q = 0.f;
-#pragma unroll
-        for (int c = 0; c < 8; ++c) {
-          const float x = outs[r * NT + tt * 8 + c];
-          s += x;
-          q += x * x;
-        }
-        reinterpret_cast<float2*>(p.stats_out)[(size_t)r * NSLOT + n0 / 8 + tt] = make_float2(s, q);
-      }
-    } else if constexpr (EPI == EPI_SWIGLU) {
-      constexpr int NF = NT / 2;
-      for (int e = threadIdx.x; e < R * NF; e += NW * 32) {
-        const int r = e / NF, j = e % NF, m = j / 8, cc = j % 8;
-        const int cg = 2 * m * 8 + cc, cu = (2 * m + 1) * 8 + cc;
-        const float gv = outs[r * NT + cg] + bf(p.bias[n0 + cg]);
-        const float uv = outs[r * NT + cu] + bf(p.bias[n0 + cu]);
-        const float sg = gv / (1.f + __expf(-gv));
-        split_store(p.out, p.out_lo, (size_t)r * p.ld_out + n0 / 2 + j, sg * uv);
-      }
-    } else if constexpr (EPI == EPI_LMHEAD) {
-      const Ctl* ctl = p.ctl;
-      const int P = ctl->P, cfg = ctl->cfg, V = ctl->vocab;
-      const int pos = __ldcg(&p.dyn->pos);
-      const double gd = ctl->guidance * (double)(ctl->N - pos) / (double)ctl->N;
-      const float g1 = (float)(1.0 + gd), gm = (float)gd;
-      if (ctl->write_raw)
-        for (int e = threadIdx.x; e < R * NT; e += NW * 32) {
-          const int r = e / NT, c = e % NT, col = n0 + c;
-          if (col < V) p.raw[(size_t)r * V + col] = outs[r * NT + c];
-        }
-      __syncthreads();
-      for (int e = threadIdx.x; e < P * NT; e += NW * 32) {
-        const int pp = e / NT, c = e % NT, col = n0 + c;
-        const float lc = outs[pp * NT + c];
-        float gv = lc;
-        if (cfg) {
-          const float lu = outs[(P + pp) * NT + c];
-          gv = __fsub_rn(__fmul_rn(g1, lc), __fmul_rn(gm, lu));
-        }
-        if (col >= V) gv = -INFINITY;
-        outs[pp * NT + c] = gv;
-        if (ctl->write_guided && col < V) p.guided[(size_t)pp * V + col] = gv;
-      }
-      __syncthreads();
-      if ((int)threadIdx.x < P) {
-        const int pp = threadIdx.x;
-        float best = outs[pp * NT];
-        int bi = n0;
-        for (int c = 1; c < NT; ++c)
-          if (outs[pp * NT + c] > best) {
-            best = outs[pp * NT + c];
-            bi = n0 + c;
-          }
-        p.lm_val[pp * total + tile] = best;
-        p.lm_idx[pp * total + tile] = bi;
-      }
-      if (p.tail) {
-        __threadfence();
-        __syncthreads();
-        if (threadIdx.x == 0) *flag = (atomicAdd(&p.dyn->cnt_lm, 1u) == (unsigned)total - 1);
-        __syncthreads();
-        if (*flag) {  // every tile has published its partial: pick, emit, advance the position
-          __threadfence();
-          int* tok = flag + 1;
-          if (warp < P) {
-            const int pp = warp;
-            float best = -INFINITY;
-            int bi = 0x7fffffff;
-            for (int b = lane; b < total; b += 32) {
-              const float v = __ldcg(p.lm_val + pp * total + b);
-              const int i = __ldcg(p.lm_idx + pp * total + b);
-              if (v > best || (v == best && i < bi)) {
-                best = v;
-                bi = i;
-              }
-            }
-#pragma unroll
-            for (int o = 16; o > 0; o >>= 1) {
-              const float v = __shfl_xor_sync(0xffffffffu, best, o);
-              const int i = __shfl_xor_sync(0xffffffffu, bi, o);
-              if (v > best || (v == best && i < bi)) {
-                best = v;
-                bi = i;
-              }
-            }
-            if (lane == 0) tok[pp] = ctl->forced ? ctl->forced_tok[pp] : bi;
-          }
-          __syncthreads();
-          emit_tokens(tok, 0, P, ctl, pos, p.wte, p.x_next, p.stats_next, p.tokens, p.host_tokens);
-          __syncthreads();
-          if (threadIdx.x == 0) {
-            p.dyn->cnt_lm = 0;
-            p.dyn->pos = pos + 1;
-          }
-        }
-      }
-    }
+    gemv_epilogue<NTILE, NW, EPI, 0>(p, outs, flag, n0, tile, total);
   };
 
   // Two register sets, alternating: the next tile's weights are in flight while this one is reduced.
@@ -442,6 +492,163 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
     __syncthreads();
     if (tn >= total) break;
     t = tn;
+  }
+}
+
+// ---- ring GEMV: weights streamed through a shared-memory ring by the bulk copy engine --------------------------
+// One block per SM, persistent over tiles (t = blockIdx.x, +gridDim.x, ...). Warp RING_NW (the producer) issues
+// cp.async.bulk copies of contiguous 12 KB stages of the blocked weight layout (24 blocks of 8 rows x 32 columns)
+// into a ring of p.nst stages, each completing on its "full" mbarrier; it starts before griddepcontrol.wait (the
+// weights are constant) and runs ahead of the consumers by the ring depth, also across tiles, so the weight stream
+// never drains during a tile's reduction/epilogue. The RING_NW consumer warps wait on "full", run the same MMAs as
+// gemv_kernel (same chunk-to-warp assignment and accumulation order: for KSPLIT = 1 shapes the outputs are bitwise
+// those of gemv_kernel) and release the stage with one arrive per warp on its "empty" mbarrier. Activations: LN
+// inputs are normalised into shared memory as in gemv_kernel; other inputs are staged in shared memory when they fit
+// (p.act_smem), else read from L2 per chunk (same values, so same results). Tiles cover the full K (no split-K).
+constexpr int RING_SC = 24;                      // 512-B weight blocks per stage (12 KB)
+constexpr int RING_STAGE_BYTES = RING_SC * 512;
+constexpr int RING_MAXST = 16;
+constexpr int RING_NW = 8;                       // consumer warps
+constexpr int RING_THREADS = RING_NW * 32 + 32;  // + producer warp
+
+__device__ __forceinline__ uint32_t smem_u32(const void* ptr) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(ptr));
+}
+__device__ __forceinline__ void mbar_init(uint64_t* bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(bar)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+__device__ __forceinline__ void mbar_expect_tx(uint64_t* bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(bar)) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, unsigned parity) {
+  uint32_t done = 0;
+  do {
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(smem_u32(bar)), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+// Global -> shared bulk copy (bytes % 16 == 0, both addresses 16-byte aligned), completing on an mbarrier.
+__device__ __forceinline__ void bulk_g2s(void* dst, const void* src, unsigned bytes, uint64_t* bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                   smem_u32(dst)),
+               "l"(src), "r"(bytes), "r"(smem_u32(bar))
+               : "memory");
+}
+
+template <int K, int NTILE, int EPI, bool LN, bool M16>
+__global__ void __launch_bounds__(RING_THREADS, 2) gemv_ring_kernel(const GemvParams p) {
+  constexpr int NW = RING_NW, NT = 8 * NTILE, KCH = K / 32, SPG = KCH / RING_SC, CPS = RING_SC / NW;
+  static_assert(KCH % RING_SC == 0 && RING_SC % NW == 0, "stage split");
+  static_assert(!LN || K == D, "LN input is the residual stream");
+  static_assert(EPI != EPI_SWIGLU || NTILE % 2 == 0, "gate/up tiles come in pairs");
+  static_assert(EPI != EPI_LMHEAD || NW >= MAXP, "one warp per variation in the tail");
+  constexpr int AST = K + 32;
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int nst = p.nst;
+  unsigned char* ring = smem;
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + (size_t)nst * RING_STAGE_BYTES);
+  uint64_t* empty = full + nst;
+  size_t off = (size_t)nst * RING_STAGE_BYTES + 2 * nst * 8;
+  off = (off + 15) & ~size_t(15);
+  const int R = p.R;
+  const bool act_s = LN || p.act_smem;
+  bf16* act = reinterpret_cast<bf16*>(smem + off);
+  if (act_s) off += ((size_t)2 * R * AST * 2 + 15) & ~size_t(15);
+  float2* st = reinterpret_cast<float2*>(smem + off);
+  if (LN) off += 16 * sizeof(float2);
+  float* red = reinterpret_cast<float*>(smem + off);
+  float* outs = red + NW * NTILE * 128;  // [16][NT]
+  int* flag = reinterpret_cast<int*>(outs + 16 * NT);
+  const int total = p.N / NT;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
+
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < nst; ++i) {
+      mbar_init(&full[i], 1);
+      mbar_init(&empty[i], NW);
+    }
+    mbar_fence_init();
+  }
+  __syncthreads();  // the only whole-block barrier: the producer warp joins no other
+
+  if (warp == NW) {  // ---- producer ----
+    if (lane == 0) {
+      int it = 0;
+      for (int t = blockIdx.x; t < total; t += gridDim.x)
+        for (int tt = 0; tt < NTILE; ++tt)
+          for (int sg = 0; sg < SPG; ++sg, ++it) {
+            const int slot = it % nst;
+            if (it >= nst) mbar_wait(&empty[slot], (unsigned)((it / nst) - 1) & 1u);
+            mbar_expect_tx(&full[slot], RING_STAGE_BYTES);
+            const bf16* src = p.W + ((size_t)(t * NTILE + tt) * KCH + (size_t)sg * RING_SC) * 256;
+            bulk_g2s(ring + (size_t)slot * RING_STAGE_BYTES, src, RING_STAGE_BYTES, &full[slot]);
+          }
+    }
+    return;
+  }
+
+  // ---- consumers (NW warps) ----
+  pdl_wait();
+  pdl_trigger();
+  const bool split = p.split != 0;
+  if constexpr (LN) {
+    gemv_ln_prologue<K, NW, 1>(p, act, st, R);
+    cbar<1, NW * 32>();
+  } else {
+    if (act_s) {
+      for (int v = threadIdx.x; v < R * (K / 8); v += NW * 32) {
+        const int r = v / (K / 8), k8 = (v % (K / 8)) * 8;
+        *reinterpret_cast<uint4*>(act + (size_t)r * AST + k8) = ld_cg16(p.A + (size_t)r * K + k8);
+        if (split) *reinterpret_cast<uint4*>(act + (size_t)(R + r) * AST + k8) = ld_cg16(p.A_lo + (size_t)r * K + k8);
+      }
+      cbar<1, NW * 32>();
+    }
+  }
+
+  int it = 0;
+  for (int t = blockIdx.x; t < total; t += gridDim.x) {
+    float acc[NTILE][4], acc2[NTILE][4];
+#pragma unroll
+    for (int tt = 0; tt < NTILE; ++tt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[tt][i] = acc2[tt][i] = 0.f;
+#pragma unroll
+    for (int tt = 0; tt < NTILE; ++tt) {
+#pragma unroll 1
+      for (int sg = 0; sg < SPG; ++sg, ++it) {
+        const int slot = it % nst;
+        mbar_wait(&full[slot], (unsigned)(it / nst) & 1u);
+        const unsigned char* stg = ring + (size_t)slot * RING_STAGE_BYTES;
+        uint4 w[CPS];
+#pragma unroll
+        for (int c = 0; c < CPS; ++c) w[c] = *reinterpret_cast<const uint4*>(stg + (c * NW + warp) * 512 + lane * 16);
+        __syncwarp();
+        if (lane == 0) mbar_arrive(&empty[slot]);  // this warp's reads of the stage are done (values in registers)
+#pragma unroll
+        for (int c = 0; c < CPS; ++c) {
+          const int k = (sg * RING_SC + c * NW + warp) * 32 + t4 * 8;
+          uint4 a0, a1, l0, l1;
+          gemv_load_act<K, M16>(p, act, act_s, R, g, k, split, a0, a1, l0, l1);
+          if constexpr (!M16) a1 = l0;  // rows 8..15 carry the lo parts of rows 0..7
+          mma_bf16_16816(acc[tt], a0.x, a1.x, a0.y, a1.y, w[c].x, w[c].y);
+          mma_bf16_16816(acc[tt], a0.z, a1.z, a0.w, a1.w, w[c].z, w[c].w);
+          if (M16 && split) {
+            mma_bf16_16816(acc2[tt], l0.x, l1.x, l0.y, l1.y, w[c].x, w[c].y);
+            mma_bf16_16816(acc2[tt], l0.z, l1.z, l0.w, l1.w, w[c].z, w[c].w);
+          }
+        }
+      }
+    }
+    gemv_reduce<NTILE, NW, M16, 1>(acc, acc2, split, red, outs);
+    gemv_epilogue<NTILE, NW, EPI, 1>(p, outs, flag, t * NT, t, total);
+    cbar<1, NW * 32>();
   }
 }
 
@@ -753,7 +960,7 @@ __global__ void __launch_bounds__(TOPP_THREADS) topp_kernel(const ToppParams tp)
     tok_s[pv] = ctl->forced ? ctl->forced_tok[pv] : t;
   }
   __syncthreads();
-  emit_tokens(tok_s, pv, pv + 1, ctl, pos, tp.wte, tp.x, tp.stats, tp.tokens, tp.host_tokens);
+  emit_tokens(tok_s, pv, pv + 1, ctl, pos, tp.wte, tp.x, tp.stats, tp.tokens, tp.host_tokens, blockDim.x);
   __threadfence();
   __syncthreads();
   if (threadIdx.x == 0) last = (atomicAdd(&tp.dyn->cnt_topp, 1u) == gridDim.x - 1);
