@@ -30,7 +30,8 @@ int run(int argc, char** argv) {
   CLI::App app{"Generate a 3D mesh from a text prompt", argv[0]};
   std::string model_dir, clip_dir, prompt, out, mode = "adaptive", attention = "reference", bbox_s, backend = "auto";
   int rb = 6, max_faces = 0, preview_every = 0, threads = 0, coarse_rb = 5;
-  float margin = 1.0f;
+  float margin = cubeforge::MeshOptions{}.adaptive_margin;
+  bool fixed_margin = false;
   uint64_t seed = 0;
   float guidance = 3.0f, top_p = -1;
   bool json = false, tokens_only = false, base_pivot = false;
@@ -41,6 +42,8 @@ int run(int argc, char** argv) {
   app.add_option("--resolution", rb, "resolution base rb: (2^rb+1)^3 grid, 4..9")->check(CLI::Range(4, 9));
   app.add_option("--mode", mode, "occupancy evaluation: dense | adaptive")->check(CLI::IsMember({"dense", "adaptive"}));
   app.add_option("--margin", margin, "adaptive: refine cells with a corner |logit| below this (0: sign changes only)");
+  app.add_flag("--fixed-margin", fixed_margin,
+               "adaptive: the former rule (same margin at every level, dilation 1) instead of the level-scaled one");
   app.add_option("--coarse-resolution", coarse_rb, "adaptive: level evaluated in full")->check(CLI::Range(4, 9));
   app.add_option("--max-faces", max_faces, "decimate to at most this many faces (0: no decimation)");
   app.add_option("--bbox", bbox_s, "bounding box x,y,z (v0.5-layout models)");
@@ -75,6 +78,10 @@ int run(int argc, char** argv) {
   mopt.mode = cubeforge::occupancy_mode_from_string(mode);
   mopt.base_pivot = base_pivot;
   mopt.adaptive_margin = margin;
+  if (fixed_margin) {
+    mopt.adaptive_scale_margin = false;
+    mopt.adaptive_final_dilation = -1;
+  }
   mopt.coarse_resolution_base = coarse_rb;
 #ifndef CUBEFORGE_HAVE_MESH_IO
   if (!out.empty()) throw cubeforge::Error("this build has no mesh export (configure with CUBEFORGE_WITH_MESH_IO=ON)");

@@ -255,6 +255,8 @@ TEST_F(GenerationTest, TokensToMeshPassesTheAdaptiveRuleOptions) {
   std::nth_element(mag.begin(), mag.begin() + mag.size() / 2, mag.end());
   mo.adaptive_margin = mag[mag.size() / 2];  // the median |logit| of the coarse level
   GenerationStats fixed, scaled;
+  mo.adaptive_scale_margin = false;  // the former rule: same margin at every level, dilation 1
+  mo.adaptive_final_dilation = -1;
   model_->tokens_to_mesh(ids, mo, nullptr, &fixed);
   mo.adaptive_scale_margin = true;
   mo.adaptive_final_dilation = 0;
