@@ -3,7 +3,7 @@
 # compute-sanitizer, in one call. Logs go to $OUT; a short table is printed last.
 # Usage (device tool, repo root): bash tools/device/cuda_gpt_run.sh [STAGES]   STAGES: comma list of
 #   check,checkmicro,bench01,bench05,variants,profile,sanitize (default: all)
-# Env: FALLBACK=1024  variant bits added to every command if the default path fails the smoke test;
+# Env: FALLBACK=0     variant bits added to every command if the default path fails the smoke test;
 #      SANITIZE_BEFORE_S / SANITIZE_S / NO_INITCHECK: run memcheck only if started within that many seconds, its timeout.
 #      ATTRIB="16,32"  engine variants teacher-forced against the same fp32 reference in check01 (error attribution);
 #      VARIANTS="16 256" variant bit sets benchmarked (v0.1, quick, batch 1) in the variants stage.

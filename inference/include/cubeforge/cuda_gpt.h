@@ -70,7 +70,9 @@ struct EngineOptions {
                                          // bit 6 qkv GEMV tiles of 16 outputs (default 8), bit 7 down GEMV
                                          // 2-way split-K (default 4), bit 8 gate/up + lm_head GEMVs at the
                                          // compiler's register count (default <= 128: 2 blocks/SM),
-                                         // bit 9 down GEMV 8-way split-K
+                                         // bit 9 down GEMV 8-way split-K, bit 10 ring GEMVs (weights
+                                         // streamed through a shared-memory ring by bulk copies; default:
+                                         // register GEMVs), bits 11 / 12 ring depth 3 / 10 stages (default 6)
 };
 
 class CudaGptEngine {
