@@ -17,9 +17,13 @@ import shapes as S  # noqa: E402
 torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
 
 
-def normalized(fi, n, seed, n_cand=1024):
+def normalized(fi, n, seed, n_cand=8192, G2=64):
+    """The data pipeline's normalisation with its own settings (D.generate_dataset: 8192 candidates, G2 64, a seeded
+    generator). A sparser search (1024 / 48, unseeded global RNG) missed crown extents by > 1 cell in 2 of 40
+    draws and made this test flaky; with the pipeline's settings 0 of 40 draws fail for crown, pagoda, cactus, sword."""
     prm, av = S.sample_family(fi, n, seed)
-    cand, nrm, valid, lo, hi = D.surface_and_bbox(fi, prm, "cpu", n_cand=n_cand, G2=48)
+    gen = torch.Generator().manual_seed(seed + 17)
+    cand, nrm, valid, lo, hi = D.surface_and_bbox(fi, prm, "cpu", n_cand=n_cand, G2=G2, gen=gen)
     center = 0.5 * (lo + hi)
     scale = 2 * D.HALF / (hi - lo).amax(-1)
     return prm, av, center, scale, valid
