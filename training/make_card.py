@@ -105,6 +105,12 @@ def write_card(dest, report_path=None, log_path=None):
              "family carries the requested attribute values; VAE IoU = encode/decode of held-out shapes; valid = "
              "non-empty with one component holding ≥ 90% of the voxels; bbox error = max over axes of |extent/max "
              "extent − requested/max requested| for prompts given a reference shape's box.\n")
+    L.append("## Speed (C++ engine, CPU)\n")
+    L.append("Prompt → final mesh at the default resolution (rb 6) on a 2-core CPU: measured with "
+             "`python3 tools/bench/bench_default_model.py` (8 prompts × 2 runs); the current figures and the machine "
+             "state are in docs/performance-cpu.md (targets: ≤ 3 s to the mesh, ≤ 0.5 s to the first preview). "
+             "The CUDA kernels are built for the reference width (1536), so this model runs on the CPU even where "
+             "a GPU is present.\n")
     L.append("## Limits\n")
     L.append("- Only the families and words above; other words are ignored (the engine reports them as unknown).\n"
              "- Shapes are procedural toys: no texture, simple parts, Y-up, one object per prompt.\n"
