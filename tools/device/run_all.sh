@@ -17,7 +17,9 @@ if [ -f .devcarry/all/cubeforge-gen.xz ]; then
 fi
 LOGS=/tmp/cf-all-logs
 rm -rf "$LOGS"; mkdir -p "$LOGS/gpt" "$LOGS/shape"
-git log -1 --format='commit %H %s' 2>/dev/null | tee "$LOGS/commit.txt"
+# The device's copy of .git is the session's starting checkout, not the working tree that was sent, so its
+# `git log` names the wrong commit: the caller passes the hash literally (CF_COMMIT=abc123 bash ...).
+echo "commit ${CF_COMMIT:-unknown (pass CF_COMMIT=<hash of the tree the binary was built from>)}" | tee "$LOGS/commit.txt"
 [ "$GPT_STAGES" != none ] && OUT="$LOGS/gpt" bash tools/device/cuda_gpt_run.sh "$GPT_STAGES"
 [ "$SHAPE_STAGES" != none ] && OUT="$LOGS/shape" bash tools/device/run_shape_bench.sh "$SHAPE_STAGES"
 tar -C "$LOGS" -cf "$OUTDIR/logs.tar" .

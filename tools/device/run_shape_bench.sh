@@ -14,7 +14,9 @@ has() { [[ ",$STAGES," == *",$1,"* ]]; }
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw,memory.used --format=csv |
   tee "$OUT/gpu.txt"
-git log -1 --format='commit %H %s' 2>/dev/null | tee "$OUT/commit.txt"
+# The device's copy of .git is the session's starting checkout, not the working tree that was sent, so its
+# `git log` names the wrong commit: the caller passes the hash literally (CF_COMMIT=abc123 bash ...).
+echo "commit ${CF_COMMIT:-unknown (pass CF_COMMIT=<hash of the tree the binary was built from>)}" | tee "$OUT/commit.txt"
 BIN=.devcarry/cuda-shape/cubeforge-gen
 XZ=${SHAPE_XZ:-.devcarry/shape-xz/cubeforge-gen.xz}  # compressed carry (keeps the carried tree under 64 MiB)
 if [ -f "$XZ" ]; then
