@@ -55,6 +55,9 @@ class TokenBackend {
 // Cube3D. Cube3D attaches one when a CUDA token backend is set (set_token_backend) and a factory is registered;
 // any exception other than Cancelled makes Cube3D run that call on the CPU path, with a message on stderr and in
 // GenerationStats::shape_backend. Set CUBEFORGE_SHAPE_BACKEND=cpu to keep the shape stage on the CPU.
+// The coarse-to-fine grid rule a MeshOptions asks for (used by the CPU shape stage and by GPU shape backends).
+AdaptiveOptions adaptive_options(const MeshOptions& mesh, const CancelToken* cancel = nullptr);
+
 class ShapeBackend {
  public:
   virtual ~ShapeBackend() = default;

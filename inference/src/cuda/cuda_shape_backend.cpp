@@ -14,6 +14,20 @@
 namespace cubeforge {
 namespace {
 
+// grid.h's rule (same fields, same defaults) for the engine; marching cubes runs on the device grid.
+cuda::GpuGridOptions gpu_grid_options(const AdaptiveOptions& ao, bool adaptive, const CancelToken* cancel) {
+  cuda::GpuGridOptions go;
+  go.adaptive = adaptive;
+  go.coarse_rb = ao.coarse_rb;
+  go.margin = ao.margin;
+  go.dilation = ao.dilation;
+  go.scale_margin = ao.scale_margin;
+  go.final_dilation = ao.final_dilation;
+  go.copy_values = false;
+  go.cancel = cancel ? cancel->flag() : nullptr;
+  return go;
+}
+
 class CudaShapeBackend final : public ShapeBackend {
  public:
   CudaShapeBackend(std::unique_ptr<cuda::CudaShapeEngine> engine, std::string name)
@@ -22,14 +36,7 @@ class CudaShapeBackend final : public ShapeBackend {
 
   Mesh tokens_to_mesh(const std::vector<int>& tokens, const MeshOptions& opt, const CancelToken* cancel,
                       GenerationStats* stats) override {
-    cuda::GpuGridOptions go;
-    go.adaptive = opt.mode == OccupancyMode::Adaptive;
-    go.coarse_rb = opt.coarse_resolution_base;
-    go.margin = opt.adaptive_margin;
-    go.scale_margin = opt.adaptive_scale_margin;
-    go.final_dilation = opt.adaptive_final_dilation;
-    go.copy_values = false;  // marching cubes runs on the device grid
-    go.cancel = cancel ? cancel->flag() : nullptr;
+    const auto go = gpu_grid_options(adaptive_options(opt), opt.mode == OccupancyMode::Adaptive, cancel);
     cuda::ShapeStageTimes t;
     Mesh mesh = engine_->tokens_to_mesh(tokens, opt.resolution_base, go, {}, &t);
     if (stats) {
@@ -46,16 +53,7 @@ class CudaShapeBackend final : public ShapeBackend {
                     const CancelToken* cancel) override {
     throw_if_cancelled(cancel);
     engine_->decode_preview(prefix);
-    cuda::GpuGridOptions go;
-    go.adaptive = rb > ao.coarse_rb;
-    go.coarse_rb = ao.coarse_rb;
-    go.margin = ao.margin;
-    go.dilation = ao.dilation;
-    go.scale_margin = ao.scale_margin;
-    go.final_dilation = ao.final_dilation;
-    go.copy_values = false;
-    go.cancel = cancel ? cancel->flag() : nullptr;
-    engine_->grid(rb, go);
+    engine_->grid(rb, gpu_grid_options(ao, rb > ao.coarse_rb, cancel));
     return engine_->marching_cubes();
   }
 

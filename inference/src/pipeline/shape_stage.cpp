@@ -30,7 +30,25 @@ void cleanup(Mesh& mesh, const MeshOptions& opt) {
   co.pivot = opt.base_pivot ? Pivot::BaseCentre : Pivot::None;
   cleanup_mesh(mesh, co);
 }
+
+// Previews keep every component (a partial shape may be in pieces) and only weld near-coincident vertices.
+void cleanup_preview(Mesh& mesh) {
+  if (mesh.empty()) return;
+  CleanupOptions co;
+  co.merge_epsilon = 1e-5f;
+  cleanup_mesh(mesh, co);
+}
 }  // namespace
+
+AdaptiveOptions adaptive_options(const MeshOptions& opt, const CancelToken* cancel) {
+  AdaptiveOptions ao;
+  ao.coarse_rb = opt.coarse_resolution_base;
+  ao.margin = opt.adaptive_margin;
+  ao.scale_margin = opt.adaptive_scale_margin;
+  ao.final_dilation = opt.adaptive_final_dilation;
+  ao.cancel = cancel;
+  return ao;
+}
 
 const char* to_string(OccupancyMode m) { return m == OccupancyMode::Dense ? "dense" : "adaptive"; }
 OccupancyMode occupancy_mode_from_string(const std::string& s) {
@@ -76,13 +94,7 @@ Mesh Cube3D::tokens_to_mesh(const std::vector<int>& tokens, const MeshOptions& o
   if (opt.mode == OccupancyMode::Dense) {
     grid = occ->grid_dense(opt.resolution_base, cancel);
   } else {
-    AdaptiveOptions ao;
-    ao.coarse_rb = opt.coarse_resolution_base;
-    ao.margin = opt.adaptive_margin;
-    ao.scale_margin = opt.adaptive_scale_margin;
-    ao.final_dilation = opt.adaptive_final_dilation;
-    ao.cancel = cancel;
-    grid = occ->grid_adaptive(opt.resolution_base, ao);
+    grid = occ->grid_adaptive(opt.resolution_base, adaptive_options(opt, cancel));
   }
   st.occupancy_ms = ms_since(t);
   st.points_evaluated = grid.points_evaluated;
@@ -108,11 +120,7 @@ Mesh Cube3D::preview_mesh(const std::vector<int>& prefix, int rb, const CancelTo
   if (shape_backend_) {
     try {
       Mesh mesh = shape_backend_->preview_mesh(prefix, rb, ao, cancel);
-      if (!mesh.empty()) {
-        CleanupOptions co;
-        co.merge_epsilon = 1e-5f;
-        cleanup_mesh(mesh, co);
-      }
+      cleanup_preview(mesh);
       return mesh;
     } catch (const Cancelled&) {
       throw;
@@ -124,11 +132,7 @@ Mesh Cube3D::preview_mesh(const std::vector<int>& prefix, int rb, const CancelTo
   auto occ = shape_->occupancy(lat);
   GridValues grid = rb > 4 ? occ->grid_adaptive(rb, ao) : occ->grid_dense(rb, cancel);
   Mesh mesh = grid_to_mesh(grid);
-  if (!mesh.empty()) {
-    CleanupOptions co;
-    co.merge_epsilon = 1e-5f;
-    cleanup_mesh(mesh, co);
-  }
+  cleanup_preview(mesh);
   return mesh;
 }
 
