@@ -4,8 +4,8 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
-#include <sstream>
 
+#include "arg_lists.h"
 #include "command.h"
 #include "cubeforge/cube3d.h"
 #include "cubeforge/mesh_metrics.h"
@@ -33,13 +33,6 @@ int run(int argc, char** argv) {
   app.add_option("--threads", threads, "CPU threads (0: all cores)");
   CLI11_PARSE(app, argc, argv);
   cubeforge::set_cpu_threads(threads);
-  auto split = [](const std::string& s, char sep) {
-    std::vector<std::string> out;
-    std::stringstream ss(s);
-    for (std::string t; std::getline(ss, t, sep);)
-      if (!t.empty()) out.push_back(t);
-    return out;
-  };
   auto model = cubeforge::Cube3D::load(cubeforge::resolve_model_files(model_dir, "", argv[0]));
   const Rule rules[] = {{"fixed margin 1, dil 1", 1.0f, false, -1},
                         {"fixed margin 0.3", 0.3f, false, -1},
@@ -49,12 +42,18 @@ int run(int argc, char** argv) {
                         {"scaled margin 3, final dil 0 (default)", 3.0f, true, 0}};
   std::printf("%-36s %3s %-40s %9s %7s %9s %8s %11s\n", "prompt", "rb", "rule", "points", "%dense", "ms", "verts",
               "chamfer");
-  for (const auto& rb_s : split(rbs_s, ',')) {
+  const auto prompts = cubeforge::cli::split_list(prompts_s, ';');
+  std::vector<std::vector<int>> prompt_tokens;  // greedy tokens, once per prompt for every rb
+  for (const auto& prompt : prompts) {
+    cubeforge::GenerationRequest req;
+    req.prompt = prompt;
+    prompt_tokens.push_back(model->generate_tokens(req).tokens);
+  }
+  for (const auto& rb_s : cubeforge::cli::split_list(rbs_s)) {
     const int rb = std::stoi(rb_s);
-    for (const auto& prompt : split(prompts_s, ';')) {
-      cubeforge::GenerationRequest req;
-      req.prompt = prompt;
-      const auto tokens = model->generate_tokens(req).tokens;
+    for (size_t pi = 0; pi < prompts.size(); ++pi) {
+      const std::string& prompt = prompts[pi];
+      const auto& tokens = prompt_tokens[pi];
       auto mesh_of = [&](cubeforge::MeshOptions mo, cubeforge::GenerationStats& st) {
         mo.resolution_base = rb;
         mo.coarse_resolution_base = std::min(coarse_rb, rb - 1);

@@ -16,10 +16,10 @@
 #include <filesystem>
 #include <map>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "arg_lists.h"
 #include "command.h"
 #include "cubeforge/error.h"
 #include "cubeforge/grid.h"
@@ -61,15 +61,6 @@ void set_threads(int n) {
 double load_average() {
   double l[3] = {0, 0, 0};
   return getloadavg(l, 3) > 0 ? l[0] : -1;
-}
-
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string t;
-  while (std::getline(ss, t, ','))
-    if (!t.empty()) out.push_back(t);
-  return out;
 }
 
 struct BenchModel {
@@ -158,7 +149,7 @@ BenchModel golden_model(const std::string& dir, const std::string& name) {
 std::vector<BenchModel> load_models(const std::string& configs, const std::string& golden_dir, uint64_t seed) {
   std::vector<BenchModel> models;
   const std::string tmp = (fs::temp_directory_path() / ("cubeforge_bench_shape_" + std::to_string(::getpid()))).string();
-  for (const auto& c : split(configs)) {
+  for (const auto& c : cubeforge::cli::split_list(configs)) {
     if (c == "synthetic" || c == "synthetic-v01")
       models.push_back(synthetic_model(tmp, c, seed));
     else
@@ -196,7 +187,7 @@ int run_bench(int argc, char** argv) {
   std::printf("threads %d, load average %.2f at start\n", omp_get_max_threads(), load_average());
 
   std::vector<int> rbs;
-  for (const auto& s : split(rbs_s)) rbs.push_back(std::stoi(s));
+  for (const auto& s : cubeforge::cli::split_list(rbs_s)) rbs.push_back(std::stoi(s));
   auto models = load_models(configs, golden_dir, seed);
   for (auto& m : models) {
     const ShapeConfig& c = m.cfg;

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "arg_lists.h"
 #include "command.h"
 #include "cubeforge/model_config.h"
 #ifdef CUBEFORGE_HAVE_CUDA
@@ -65,17 +66,6 @@ struct Args {
   uint64_t seed = 1;
 };
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  size_t p = 0;
-  while (p <= s.size()) {
-    size_t q = s.find(',', p);
-    if (q == std::string::npos) q = s.size();
-    if (q > p) out.push_back(s.substr(p, q - p));
-    p = q + 1;
-  }
-  return out;
-}
 
 ShapeConfig preset_config(const std::string& name) {
   ShapeConfig c;
@@ -683,10 +673,10 @@ int run_cmd(int argc, char** argv) {
       if (i + 1 >= argc) throw Error("missing value for " + k);
       return argv[++i];
     };
-    if (k == "--synthetic") a.presets = split(val());
+    if (k == "--synthetic") a.presets = cubeforge::cli::split_list(val());
     else if (k == "--rb") {
       a.rbs.clear();
-      for (const auto& s : split(val())) a.rbs.push_back(std::stoi(s));
+      for (const auto& s : cubeforge::cli::split_list(val())) a.rbs.push_back(std::stoi(s));
     } else if (k == "--reps") a.reps = std::max(1, std::stoi(val()));
     else if (k == "--check") a.check = true;
     else if (k == "--check-only") a.check = a.check_only = true;
