@@ -21,6 +21,8 @@ rm -rf "$LOGS"; mkdir -p "$LOGS/gpt" "$LOGS/shape"
 # `git log` names the wrong commit: the caller passes the hash literally (CF_COMMIT=abc123 bash ...).
 echo "commit ${CF_COMMIT:-unknown (pass CF_COMMIT=<hash of the tree the binary was built from>)}" | tee "$LOGS/commit.txt"
 [ "$GPT_STAGES" != none ] && OUT="$LOGS/gpt" bash tools/device/cuda_gpt_run.sh "$GPT_STAGES"
+# when the binary was unpacked above, run_shape_bench.sh uses it as is (no second unpack of a SHAPE_XZ)
+[ -f .devcarry/all/cubeforge-gen.xz ] && export SHAPE_XZ=/nonexistent
 [ "$SHAPE_STAGES" != none ] && OUT="$LOGS/shape" bash tools/device/run_shape_bench.sh "$SHAPE_STAGES"
 tar -C "$LOGS" -cf "$OUTDIR/logs.tar" .
 echo "logs: $OUTDIR/logs.tar"

@@ -1,5 +1,6 @@
 """Tiny end-to-end checks of the training code on the CPU: export key sets equal the spec §2 lists, files load back
 strictly with identical outputs, KV-cached inference equals full recomputation, and a tiny train run completes."""
+import json
 import os
 import subprocess
 import sys
@@ -80,7 +81,6 @@ def test_tiny_training_run():
                             "--init-vae", os.path.join(d, "model"), "--continue-vae", "--vae-seconds", "2",
                             "--gpt-seconds", "2", "--no-eval"], capture_output=True, text=True, timeout=900)
         assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-        import json
         assert json.load(open(os.path.join(d2, "report.json")))["timings"]["vae_steps"] > 0
         a, _ = E.load_safetensors(os.path.join(d, "model", "shape_tokenizer.safetensors"))
         b, _ = E.load_safetensors(os.path.join(d2, "model", "shape_tokenizer.safetensors"))
@@ -91,7 +91,6 @@ def test_tiny_training_run():
 
 def test_divergence_guard_restores_and_halves_lr():
     """A non-finite loss at a check step restores the last good weights and optimiser state and halves the LR."""
-    sys.path.insert(0, os.path.dirname(HERE))
     import train as T
     torch.manual_seed(0)
     m = torch.nn.Linear(4, 2)
