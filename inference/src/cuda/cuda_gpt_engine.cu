@@ -26,6 +26,10 @@ namespace {
   } while (0)
 
 constexpr bool kRingDefault = false;  // see EngineOptions::variant bit 10 (session 4: the ring measured slower)
+// L2 prefetch distance (bytes ahead of the consumers in the step's weight stream), EngineOptions::variant bits
+// 13..15: 0 = this default, 1 = off, 2..7 = 4, 8, 12, 16, 24, 32 MB.
+constexpr size_t kPfDefaultMB = 16;
+constexpr size_t kPfMB[8] = {kPfDefaultMB, 0, 4, 8, 12, 16, 24, 32};
 
 double now_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -167,6 +171,16 @@ struct CudaGptEngine::Impl {
   bool ring = false;     // ring GEMVs (gemv_ring_kernel) instead of the register GEMVs
   int ring_nst = 6, smem_optin = 0;
   int split_dec = 1, split_pre = 1;  // activation operands as bf16 hi + lo (decode GEMVs / prefill GEMMs)
+  // L2 prefetch (gpt_kernels.cuh, Prefetch): the step's weights in consumption order, the consumers' position in
+  // that stream while enqueue_step() runs, and the window distance.
+  struct Seg {
+    const unsigned char* p;
+    size_t n;
+  };
+  std::vector<Seg> wstream;
+  size_t ws_total = 0, ws_cursor = 0, pf_dist = 0;
+  bool pf_prime = false;  // the next window also covers [cursor, cursor + dist) (nothing was prefetched before)
+  int pf_last = 0, evict_first = 1;
 
   int R = 0, P = 0;
   bool cfg_on = false, prefilled = false;
@@ -502,7 +516,59 @@ struct CudaGptEngine::Impl {
     p.ks_scratch = ks_scratch;
     p.ks_cnt = ks_cnt;
     p.split = split_dec;
+    p.evict_first = evict_first;
     return p;
+  }
+
+  // The weights one decode step reads, in kernel order (must follow enqueue_step / block_step).
+  void build_wstream(const StepKind& k) {
+    wstream.clear();
+    auto add = [&](const bf16* p, size_t elems) { wstream.push_back({reinterpret_cast<const unsigned char*>(p), elems * 2}); };
+    auto blk = [&](const LayerW& w, bool attn) {
+      if (attn) {
+        add(w.x_qkv, (size_t)3 * D * D);
+        add(w.x_o, (size_t)D * D);
+      }
+      add(w.x_gu, (size_t)2 * F * D);
+      add(w.x_dn, (size_t)D * F);
+    };
+    for (int l = 0; l < L; ++l) blk(layers[l], true);
+    blk(single, k.step0 || k.causal);
+    add(lm, (size_t)Vs * D);
+    ws_total = 0;
+    for (const Seg& g : wstream) ws_total += g.n;
+    ws_cursor = 0;
+  }
+
+  // Window of the kernel that reads the next `own` bytes of the stream: [cursor + dist, cursor + own + dist) modulo
+  // the step (the bytes the earlier kernels' windows have not asked for yet), then the cursor moves past them.
+  Prefetch take_window(size_t own) {
+    Prefetch pf = {};
+    pf.evict_last = pf_last;
+    if (pf_dist > 0 && ws_total > 0 && (own > 0 || pf_prime)) {
+      size_t a = ws_cursor + (pf_prime ? 0 : pf_dist);
+      const size_t len = std::min(ws_cursor + own + pf_dist - a, ws_total);
+      pf_prime = false;
+      a %= ws_total;
+      const size_t b = a + len;
+      auto cover = [&](size_t lo, size_t hi) {  // [lo, hi) within [0, ws_total)
+        size_t s0 = 0;
+        for (const Seg& g : wstream) {
+          const size_t s1 = s0 + g.n, x0 = std::max(lo, s0), x1 = std::min(hi, s1);
+          if (x0 < x1 && pf.nseg < PF_MAXSEG) {
+            pf.ptr[pf.nseg] = g.p + (x0 - s0);
+            pf.bytes[pf.nseg] = x1 - x0;
+            pf.total += x1 - x0;
+            ++pf.nseg;
+          }
+          s0 = s1;
+        }
+      };
+      cover(a, std::min(b, ws_total));
+      if (b > ws_total) cover(0, b - ws_total);
+    }
+    ws_cursor = (ws_cursor + own) % (ws_total ? ws_total : 1);
+    return pf;
   }
 
   void block_step(const LayerW& w, bf16* k_l, bf16* v_l, int T, int coff, int maxs, bool attn, const float* add2,
@@ -516,6 +582,7 @@ struct CudaGptEngine::Impl {
       q.bias_from = 2 * D;
       q.out_f = qkv;
       q.ld_out = QKV_LD;
+      q.pf = take_window((size_t)3 * D * D * 2);
       if (ring) RingQkv::run(q, stream, pdl, nsm, ring_nst, smem_optin);
       else if (opts.variant & 64) GemvQkv16::run(q, stream, pdl, nsm, per_sm);
       else GemvQkv::run(q, stream, pdl, nsm, per_sm);
@@ -543,6 +610,7 @@ struct CudaGptEngine::Impl {
       o.A_lo = att_lo;
       o.bias = w.x_ob;
       o.save_y = save_y;
+      o.pf = take_window((size_t)D * D * 2);
       if (ring) RingOproj::run(o, stream, pdl, nsm, ring_nst, smem_optin);
       else if (opts.variant & 1) GemvOprojKs::run(o, stream, pdl, nsm, per_sm);
       else GemvOproj::run(o, stream, pdl, nsm, per_sm);
@@ -554,6 +622,7 @@ struct CudaGptEngine::Impl {
     g.out = hbuf;
     g.out_lo = hbuf_lo;
     g.ld_out = F;
+    g.pf = take_window((size_t)2 * F * D * 2);
     if (ring) RingGateUp::run(g, stream, pdl, nsm, ring_nst, smem_optin);
     else if (opts.variant & 256) GemvGateUpN::run(g, stream, pdl, nsm, per_sm);
     else GemvGateUp::run(g, stream, pdl, nsm, per_sm);
@@ -564,6 +633,7 @@ struct CudaGptEngine::Impl {
     d.A_lo = hbuf_lo;
     d.bias = w.x_dnb;
     d.add2 = add2;
+    d.pf = take_window((size_t)D * F * 2);
     if (ring) RingDown::run(d, stream, pdl, nsm, ring_nst, smem_optin);
     else if (opts.variant & 2) GemvDown16::run(d, stream, pdl, nsm, per_sm);
     else if (opts.variant & 128) GemvDownKs2::run(d, stream, pdl, nsm, per_sm);
@@ -573,6 +643,8 @@ struct CudaGptEngine::Impl {
 
   void enqueue_step(const StepKind& k) {
     const bool pdl = opts.pdl;
+    build_wstream(k);
+    pf_prime = k.step0;  // step 0 follows prefill: nothing of this stream was prefetched yet
     if (k.step0) {  // x = BOS embedding in every row (plain launch: nothing before it in the stream is a kernel)
       init_rows_kernel<<<64, 256, 0, stream>>>(wte, cfg.bos_id(), R, x, stats);
       CF_CUDA(cudaGetLastError());
@@ -599,6 +671,7 @@ struct CudaGptEngine::Impl {
     p.stats_next = stats;
     p.tokens = tokens;
     p.host_tokens = h_tokens_dev;
+    p.pf = take_window((size_t)Vs * D * 2);
     if (ring) RingLm::run(p, stream, pdl, nsm, ring_nst, smem_optin);
     else if (opts.variant & 256) GemvLmN::run(p, stream, pdl, nsm, per_sm);
     else GemvLm::run(p, stream, pdl, nsm, per_sm);
@@ -750,9 +823,16 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
   m.ring = (kRingDefault != ((opts.variant & 1024) != 0)) && m.blocked;
   m.ring_nst = (opts.variant & 2048) ? 3 : (opts.variant & 4096) ? 10 : 6;
   m.smem_optin = prop.sharedMemPerBlockOptin;
+  // bits 13..15: L2 prefetch distance (kPfMB); bit 16: own weight loads without the evict_first policy; bit 17:
+  // prefetched lines with an evict_last policy.
+  m.pf_dist = kPfMB[(opts.variant >> 13) & 7] << 20;
+  m.evict_first = (opts.variant & 65536) ? 0 : 1;
+  m.pf_last = (opts.variant & 131072) ? 1 : 0;
   if (opts.verbose)
-    std::fprintf(stderr, "cubeforge cuda: decode GEMVs: %s\n",
-                 m.ring ? ("ring, " + std::to_string(m.ring_nst) + " stages of 12 KB").c_str() : "register (session 3)");
+    std::fprintf(stderr, "cubeforge cuda: decode GEMVs: %s; L2 %d MB, prefetch window %zu MB%s, weight loads %s\n",
+                 m.ring ? ("ring, " + std::to_string(m.ring_nst) + " stages of 12 KB").c_str() : "register (session 3)",
+                 prop.l2CacheSize >> 20, m.pf_dist >> 20, m.pf_last ? " (evict_last)" : "",
+                 m.evict_first ? "evict_first" : "default policy");
   CF_CUDA(cudaStreamCreateWithFlags(&m.stream, cudaStreamNonBlocking));
   if (cublasCreate(&m.blas) != CUBLAS_STATUS_SUCCESS) throw cubeforge::Error("CUDA GPT: cublasCreate failed");
   CF_BLAS(cublasSetStream(m.blas, m.stream));

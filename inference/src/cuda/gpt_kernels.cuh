@@ -37,6 +37,73 @@ struct Dyn {
 
 enum Epi { EPI_QKV = 0, EPI_RESID = 1, EPI_SWIGLU = 2, EPI_LMHEAD = 3 };
 
+// ---- cross-kernel L2 prefetch of weights ---------------------------------------------------------------------------
+// The weights a decode step reads form one stream in consumption order (engine: Impl::wstream). A kernel that reads
+// bytes [a, b) of that stream asks the L2 for [a + dist, b + dist) (modulo the step) as soon as it starts: a sliding
+// window `dist` bytes ahead of the consumers, so DRAM keeps streaming through kernel boundaries, attention and
+// epilogue chains, and the next kernels' weight loads hit L2. The window is split evenly over the kernel's blocks
+// (weights are constant: legal before griddepcontrol.wait). cp.async.bulk.prefetch.L2 costs no registers and no
+// shared memory, so the bytes in flight are no longer capped by the register file.
+// Weight load with an L2 cache policy (createpolicy), e.g. evict_first for weights that are dead once read.
+__device__ __forceinline__ uint4 ld_weight_hint(const void* p, uint64_t pol) {
+  uint4 r;
+  asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"
+               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+               : "l"(p), "l"(pol));
+  return r;
+}
+__device__ __forceinline__ uint64_t policy_evict_first() {
+  uint64_t pol = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+#endif
+  return pol;
+}
+
+constexpr int PF_MAXSEG = 6;
+struct Prefetch {
+  const unsigned char* ptr[PF_MAXSEG];
+  unsigned long long bytes[PF_MAXSEG];  // multiples of 16, 16-byte aligned pointers
+  unsigned long long total;
+  int nseg;
+  int evict_last;                       // 1: the prefetched lines get an L2 evict_last policy
+};
+
+__device__ __forceinline__ void l2_prefetch(const void* p, unsigned bytes, bool last) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (last) {
+    uint64_t pol;
+    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
+    asm volatile("cp.async.bulk.prefetch.L2.global.L2::cache_hint [%0], %1, %2;" ::"l"(p), "r"(bytes), "l"(pol)
+                 : "memory");
+  } else {
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+  }
+#endif
+}
+
+// This block's share of the window (contiguous bytes of the concatenated segments), issued by one thread in pieces
+// of <= 64 KB. block / nblocks: the block's rank among those that take part.
+__device__ __forceinline__ void l2_prefetch_share(const Prefetch& pf, unsigned block, unsigned nblocks) {
+  if (pf.total == 0) return;
+  const unsigned long long per = ((pf.total + nblocks - 1) / nblocks + 15) & ~15ull;
+  const unsigned long long b0 = (unsigned long long)block * per;
+  const unsigned long long b1 = b0 + per < pf.total ? b0 + per : pf.total;
+  if (b0 >= b1) return;
+  unsigned long long s0 = 0;
+  for (int i = 0; i < pf.nseg; ++i) {
+    const unsigned long long s1 = s0 + pf.bytes[i];
+    unsigned long long lo = b0 > s0 ? b0 : s0;
+    const unsigned long long hi = b1 < s1 ? b1 : s1;
+    for (; lo < hi; lo += 65536) {
+      const unsigned long long n = hi - lo < 65536 ? hi - lo : 65536;
+      l2_prefetch(pf.ptr[i] + (lo - s0), (unsigned)n, pf.evict_last != 0);
+    }
+    s0 = s1;
+    if (s0 >= b1) break;
+  }
+}
+
 struct GemvParams {
   const bf16* W;       // [N][K] row-major (PyTorch Linear layout) or blocked (see gemv_load_w)
   int N;
@@ -76,6 +143,8 @@ struct GemvParams {
   // ring GEMV (gemv_ring_kernel) only
   int act_smem;        // non-LN input staged in shared memory (else read from L2 per chunk)
   int nst;             // ring stages (<= RING_MAXST)
+  int evict_first;     // own weight loads with an L2 evict_first policy (read once per step)
+  Prefetch pf;         // L2 prefetch window of later kernels' weights
 };
 
 // ---- token emission: next embedding (both CFG rows), its LN stats, token outputs ------------------------------
@@ -373,7 +442,7 @@ __device__ __forceinline__ void gemv_load_act(const GemvParams& p, const bf16* a
 // contiguous 512 B request instead of 8 rows x 64 B.
 template <int K, int NTILE, int NW, int KSPLIT>
 __device__ __forceinline__ void gemv_load_w(uint4 (&w)[K / KSPLIT / (32 * NW)][NTILE], const bf16* W, int N, int t,
-                                            int warp, int g, int t4, bool blocked) {
+                                            int warp, int g, int t4, bool blocked, uint64_t pol) {
   constexpr int KS = K / KSPLIT, CPW = KS / (32 * NW), NT = 8 * NTILE;
   const int n0 = (t / KSPLIT) * NT, kbase = (t % KSPLIT) * KS;
 #pragma unroll
@@ -384,7 +453,7 @@ __device__ __forceinline__ void gemv_load_w(uint4 (&w)[K / KSPLIT / (32 * NW)][N
       const int n = n0 + tt * 8 + g;
       const size_t off = blocked ? ((size_t)(n >> 3) * (K / 32) + kc) * 256 + (size_t)(g * 32 + t4 * 8)
                                  : (size_t)n * K + kc * 32 + t4 * 8;
-      w[c][tt] = (n < N) ? ld_weight(W + off) : make_uint4(0, 0, 0, 0);
+      w[c][tt] = (n < N) ? (pol ? ld_weight_hint(W + off, pol) : ld_weight(W + off)) : make_uint4(0, 0, 0, 0);
     }
   }
 }
@@ -406,7 +475,9 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
   int t = blockIdx.x;
 
   uint4 wa[CPW][NTILE], wb[CPW][NTILE];
-  gemv_load_w<K, NTILE, NW, KSPLIT>(wa, p.W, p.N, t, warp, g, t4, p.blocked);
+  const uint64_t pol = p.evict_first ? policy_evict_first() : 0;
+  gemv_load_w<K, NTILE, NW, KSPLIT>(wa, p.W, p.N, t, warp, g, t4, p.blocked, pol);
+  if (threadIdx.x == 0) l2_prefetch_share(p.pf, blockIdx.x, gridDim.x);
   pdl_wait();
   pdl_trigger();
 
@@ -481,13 +552,13 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
   // Two register sets, alternating: the next tile's weights are in flight while this one is reduced.
   for (;;) {
     int tn = t + gridDim.x;
-    if (tn < total) gemv_load_w<K, NTILE, NW, KSPLIT>(wb, p.W, p.N, tn, warp, g, t4, p.blocked);
+    if (tn < total) gemv_load_w<K, NTILE, NW, KSPLIT>(wb, p.W, p.N, tn, warp, g, t4, p.blocked, pol);
     process(wa, t);
     __syncthreads();
     if (tn >= total) break;
     t = tn;
     tn = t + gridDim.x;
-    if (tn < total) gemv_load_w<K, NTILE, NW, KSPLIT>(wa, p.W, p.N, tn, warp, g, t4, p.blocked);
+    if (tn < total) gemv_load_w<K, NTILE, NW, KSPLIT>(wa, p.W, p.N, tn, warp, g, t4, p.blocked, pol);
     process(wb, t);
     __syncthreads();
     if (tn >= total) break;
