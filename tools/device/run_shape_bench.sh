@@ -3,7 +3,7 @@
 # random weights), then the benches (v0.1 and v0.5, rb 7/8/9, two runs each). Logs go to $OUT; a short summary is
 # printed last. Uses the binary carried in .devcarry/cuda-shape (tools/device/build_cuda_shape.sh here, or a link of
 # a cmake build's objects with static OpenBLAS/libgomp: see docs/cuda-shape.md); builds it there when it does not run. Usage (device tool, repo root, carry .devcarry/cuda-shape):
-#   bash tools/device/run_shape_bench.sh [STAGES]   STAGES: comma list of checksmall,check,bench01,bench05,e2e
+#   bash tools/device/run_shape_bench.sh [STAGES]   STAGES: comma list of checksmall,check,bench01,bench05,e2e,sanitize
 #   (default check,bench01,bench05,e2e); BENCH_FLAGS adds options to the bench runs (e.g. --no-dense)
 set -uo pipefail
 OUT=${OUT:-/tmp/cuda-shape-out}
@@ -45,7 +45,16 @@ has check && run check01 60 "$BIN" bench-shape-gpu --check-only --synthetic v0.1
 has bench01 && run bench01 50 "$BIN" bench-shape-gpu --synthetic v0.1 --rb 7,8,9 --reps 2 $BENCH_FLAGS
 has bench05 && run bench05 50 "$BIN" bench-shape-gpu --synthetic v0.5 --rb 7,8,9 --reps 2 $BENCH_FLAGS
 has e2e && run e2e 110 "$BIN" bench-shape-gpu --e2e-only --synthetic v0.1,v0.5 --rb 7,8,9
+# compute-sanitizer (memcheck, then initcheck) over the shape engine's checks on the small random model: latent
+# decode, dense + adaptive occupancy, marching cubes, the preview path
+if has sanitize && command -v compute-sanitizer >/dev/null; then
+  run sanitize 120 compute-sanitizer --tool memcheck --leak-check no --print-limit 20 "$BIN" bench-shape-gpu --check-only --synthetic small
+  run initcheck 120 compute-sanitizer --tool initcheck --print-limit 20 "$BIN" bench-shape-gpu --check-only --synthetic small
+fi
 echo; echo "######## results"
+for f in "$OUT"/sanitize.log "$OUT"/initcheck.log; do
+  [ -f "$f" ] && { echo "--- $(basename "$f")"; grep -E 'ERROR SUMMARY|Error|error' "$f" | head -8; }
+done
 for f in "$OUT"/checksmall.log "$OUT"/check01.log; do
   [ -f "$f" ] && { echo "--- $(basename "$f")"; grep -E ' ok  | FAIL |aborted|checks:|setup|error|logits range' "$f" | cut -c1-200; }
 done
