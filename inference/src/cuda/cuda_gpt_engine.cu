@@ -3,6 +3,7 @@
 #include <cublas_v2.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -27,8 +28,9 @@ namespace {
 
 constexpr bool kRingDefault = false;  // see EngineOptions::variant bit 10 (session 4: the ring measured slower)
 // L2 prefetch distance (bytes ahead of the consumers in the step's weight stream), EngineOptions::variant bits
-// 13..15: 0 = this default, 1 = off, 2..7 = 4, 8, 12, 16, 24, 32 MB.
-constexpr size_t kPfDefaultMB = 16;
+// 13..15: 0 = this default, 1 = off, 2..7 = 4, 8, 12, 16, 24, 32 MB. Session 5 measured every distance slower than
+// none (docs/cuda-gpt-notes.md), so the default is off.
+constexpr size_t kPfDefaultMB = 0;
 constexpr size_t kPfMB[8] = {kPfDefaultMB, 0, 4, 8, 12, 16, 24, 32};
 
 double now_ms() {
@@ -179,8 +181,23 @@ struct CudaGptEngine::Impl {
   };
   std::vector<Seg> wstream;
   size_t ws_total = 0, ws_cursor = 0, pf_dist = 0;
+  bool pf_attn = false;   // variant bit 20: only the attention kernels prefetch (the next pf_dist bytes)
+  bool diag_no_attn = false, diag_l2w = false;  // timing-only diagnostics (bits 18, 19): wrong outputs
+  // Timeline diagnostics (bit 21): stamps of every decode kernel of one step (TlStamp), printed by generate().
+  bool diag_tl = false;
+  unsigned long long* tl = nullptr;
+  static constexpr int kTlMax = 256;
+  int kseq = 0;
+  std::vector<std::string> kname;
+  unsigned long long* tl_slot(const char* name) {
+    if (!diag_tl || kseq >= kTlMax) return nullptr;
+    if ((int)kname.size() <= kseq) kname.resize(kseq + 1);
+    kname[kseq] = name;
+    return tl + 3 * (size_t)kseq++;
+  }
   bool pf_prime = false;  // the next window also covers [cursor, cursor + dist) (nothing was prefetched before)
   int pf_last = 0, evict_first = 1;
+  bool single_now = false;  // enqueue_step is in the single block (timeline names)
 
   int R = 0, P = 0;
   bool cfg_on = false, prefilled = false;
@@ -420,6 +437,7 @@ struct CudaGptEngine::Impl {
     CF_CUDA(cudaMemset(acnt, 0, (size_t)Rmax * H * sizeof(unsigned)));
     ks_scratch = dalloc<float>((size_t)(D / 8) * 8 * 16 * 8);  // tiles x KSPLIT (<= 8) x 16 rows x 8
     ks_cnt = dalloc<unsigned>(D / 8);
+    tl = dalloc<unsigned long long>(3 * (size_t)kTlMax);
     CF_CUDA(cudaMemset(ks_cnt, 0, (D / 8) * sizeof(unsigned)));
     lm_blocks = GemvLm::blocks(Vs);
     lm_val = dalloc<float>((size_t)MAXP * lm_blocks);
@@ -517,6 +535,8 @@ struct CudaGptEngine::Impl {
     p.ks_cnt = ks_cnt;
     p.split = split_dec;
     p.evict_first = evict_first;
+    p.wmask = diag_l2w ? ((1ull << 20) - 1) : 0;
+    p.tl = nullptr;
     return p;
   }
 
@@ -542,31 +562,38 @@ struct CudaGptEngine::Impl {
 
   // Window of the kernel that reads the next `own` bytes of the stream: [cursor + dist, cursor + own + dist) modulo
   // the step (the bytes the earlier kernels' windows have not asked for yet), then the cursor moves past them.
-  Prefetch take_window(size_t own) {
+  // Stream bytes [a, a + len) (a taken modulo the step, len <= the step) as prefetch segments.
+  Prefetch stream_range(size_t a, size_t len) const {
     Prefetch pf = {};
     pf.evict_last = pf_last;
-    if (pf_dist > 0 && ws_total > 0 && (own > 0 || pf_prime)) {
-      size_t a = ws_cursor + (pf_prime ? 0 : pf_dist);
-      const size_t len = std::min(ws_cursor + own + pf_dist - a, ws_total);
-      pf_prime = false;
-      a %= ws_total;
-      const size_t b = a + len;
-      auto cover = [&](size_t lo, size_t hi) {  // [lo, hi) within [0, ws_total)
-        size_t s0 = 0;
-        for (const Seg& g : wstream) {
-          const size_t s1 = s0 + g.n, x0 = std::max(lo, s0), x1 = std::min(hi, s1);
-          if (x0 < x1 && pf.nseg < PF_MAXSEG) {
-            pf.ptr[pf.nseg] = g.p + (x0 - s0);
-            pf.bytes[pf.nseg] = x1 - x0;
-            pf.total += x1 - x0;
-            ++pf.nseg;
-          }
-          s0 = s1;
+    if (ws_total == 0 || len == 0) return pf;
+    len = std::min(len, ws_total);
+    a %= ws_total;
+    const size_t b = a + len;
+    auto cover = [&](size_t lo, size_t hi) {  // [lo, hi) within [0, ws_total)
+      size_t s0 = 0;
+      for (const Seg& g : wstream) {
+        const size_t s1 = s0 + g.n, x0 = std::max(lo, s0), x1 = std::min(hi, s1);
+        if (x0 < x1 && pf.nseg < PF_MAXSEG) {
+          pf.ptr[pf.nseg] = g.p + (x0 - s0);
+          pf.bytes[pf.nseg] = x1 - x0;
+          pf.total += x1 - x0;
+          ++pf.nseg;
         }
-      };
-      cover(a, std::min(b, ws_total));
-      if (b > ws_total) cover(0, b - ws_total);
+        s0 = s1;
+      }
+    };
+    cover(a, std::min(b, ws_total));
+    if (b > ws_total) cover(0, b - ws_total);
+    return pf;
+  }
+  Prefetch take_window(size_t own) {
+    Prefetch pf = {};
+    if (pf_dist > 0 && !pf_attn && (own > 0 || pf_prime)) {
+      const size_t a = ws_cursor + (pf_prime ? 0 : pf_dist);
+      pf = stream_range(a, ws_cursor + own + pf_dist - a);
     }
+    pf_prime = false;
     ws_cursor = (ws_cursor + own) % (ws_total ? ws_total : 1);
     return pf;
   }
@@ -583,6 +610,7 @@ struct CudaGptEngine::Impl {
       q.out_f = qkv;
       q.ld_out = QKV_LD;
       q.pf = take_window((size_t)3 * D * D * 2);
+      q.tl = tl_slot(single_now ? "s.qkv" : "qkv");
       if (ring) RingQkv::run(q, stream, pdl, nsm, ring_nst, smem_optin);
       else if (opts.variant & 64) GemvQkv16::run(q, stream, pdl, nsm, per_sm);
       else GemvQkv::run(q, stream, pdl, nsm, per_sm);
@@ -602,7 +630,9 @@ struct CudaGptEngine::Impl {
       a.out = att;
       a.out_lo = att_lo;
       a.maxs = maxs;
-      launch(attn_decode_kernel, dim3(maxs, H, R), dim3(128), 0, stream, pdl, a);
+      if (pf_attn && pf_dist > 0) a.pf = stream_range(ws_cursor, pf_dist);  // o-proj + the start of gate/up
+      a.tl = tl_slot(single_now ? "s.attn" : "attn");
+      if (!diag_no_attn) launch(attn_decode_kernel, dim3(maxs, H, R), dim3(128), 0, stream, pdl, a);
       GemvParams o = base_params();
       o.W = w.x_o;
       o.N = D;
@@ -611,6 +641,7 @@ struct CudaGptEngine::Impl {
       o.bias = w.x_ob;
       o.save_y = save_y;
       o.pf = take_window((size_t)D * D * 2);
+      o.tl = tl_slot(single_now ? "s.oproj" : "oproj");
       if (ring) RingOproj::run(o, stream, pdl, nsm, ring_nst, smem_optin);
       else if (opts.variant & 1) GemvOprojKs::run(o, stream, pdl, nsm, per_sm);
       else GemvOproj::run(o, stream, pdl, nsm, per_sm);
@@ -623,6 +654,7 @@ struct CudaGptEngine::Impl {
     g.out_lo = hbuf_lo;
     g.ld_out = F;
     g.pf = take_window((size_t)2 * F * D * 2);
+    g.tl = tl_slot(single_now ? "s.gateup" : "gateup");
     if (ring) RingGateUp::run(g, stream, pdl, nsm, ring_nst, smem_optin);
     else if (opts.variant & 256) GemvGateUpN::run(g, stream, pdl, nsm, per_sm);
     else GemvGateUp::run(g, stream, pdl, nsm, per_sm);
@@ -634,6 +666,7 @@ struct CudaGptEngine::Impl {
     d.bias = w.x_dnb;
     d.add2 = add2;
     d.pf = take_window((size_t)D * F * 2);
+    d.tl = tl_slot(single_now ? "s.down" : "down");
     if (ring) RingDown::run(d, stream, pdl, nsm, ring_nst, smem_optin);
     else if (opts.variant & 2) GemvDown16::run(d, stream, pdl, nsm, per_sm);
     else if (opts.variant & 128) GemvDownKs2::run(d, stream, pdl, nsm, per_sm);
@@ -644,6 +677,8 @@ struct CudaGptEngine::Impl {
   void enqueue_step(const StepKind& k) {
     const bool pdl = opts.pdl;
     build_wstream(k);
+    kseq = 0;
+    single_now = false;
     pf_prime = k.step0;  // step 0 follows prefill: nothing of this stream was prefetched yet
     if (k.step0) {  // x = BOS embedding in every row (plain launch: nothing before it in the stream is a kernel)
       init_rows_kernel<<<64, 256, 0, stream>>>(wte, cfg.bos_id(), R, x, stats);
@@ -655,6 +690,7 @@ struct CudaGptEngine::Impl {
       block_step(layers[l], kc_layer(kc, l), kc_layer(vc, l), Tdual, s, maxs_dual, true, add2, nullptr);
     }
     const bool sattn = k.step0 || k.causal;
+    single_now = true;
     block_step(single, skc, svc, N, 0, maxs_single, sattn, nullptr, k.step0 ? sconst : nullptr);
     GemvParams p = base_params();
     p.W = lm;
@@ -672,6 +708,7 @@ struct CudaGptEngine::Impl {
     p.tokens = tokens;
     p.host_tokens = h_tokens_dev;
     p.pf = take_window((size_t)Vs * D * 2);
+    p.tl = tl_slot("lm_head");
     if (ring) RingLm::run(p, stream, pdl, nsm, ring_nst, smem_optin);
     else if (opts.variant & 256) GemvLmN::run(p, stream, pdl, nsm, per_sm);
     else GemvLm::run(p, stream, pdl, nsm, per_sm);
@@ -706,6 +743,60 @@ struct CudaGptEngine::Impl {
     graphs[key] = exec;
     if (capture_ms) *capture_ms += now_ms() - t0;
     return exec;
+  }
+
+  // Timeline of one decode step (1-step graph replays at position N/2, after a generate): per kernel kind the mean
+  // span (start -> end), the mean increment of the step's critical path (end - previous end) and how early the
+  // kernel started before its predecessor ended. Diagnostics only (variant bit 21).
+  void timeline_report(bool causal) {
+    cudaGraphExec_t g = graph(causal, false, 1, nullptr);
+    const int nk = std::min(kseq, kTlMax), reps = 20;
+    std::vector<unsigned long long> h(3 * (size_t)nk);
+    std::vector<double> span(nk, 0), inc(nk, 0), early(nk, 0), waitlag(nk, 0);
+    double total = 0;
+    const int mid = N / 2;
+    for (int rep = 0; rep < reps; ++rep) {
+      CF_CUDA(cudaMemcpyAsync(&dyn->pos, &mid, sizeof(int), cudaMemcpyHostToDevice, stream));
+      CF_CUDA(cudaMemsetAsync(tl, 0xFF, 3 * sizeof(unsigned long long) * kTlMax, stream));
+      CF_CUDA(cudaGraphLaunch(g, stream));
+      CF_CUDA(cudaMemcpyAsync(h.data(), tl, h.size() * 8, cudaMemcpyDeviceToHost, stream));
+      CF_CUDA(cudaStreamSynchronize(stream));
+      auto S = [&](int i) { return (double)h[3 * i]; };
+      auto W = [&](int i) { return (double)h[3 * i + 1]; };
+      auto E = [&](int i) { return (double)~h[3 * i + 2]; };
+      for (int i = 0; i < nk; ++i) {
+        span[i] += E(i) - S(i);
+        inc[i] += i ? E(i) - E(i - 1) : E(i) - S(i);
+        early[i] += i ? E(i - 1) - S(i) : 0.0;
+        waitlag[i] += W(i) - S(i);
+      }
+      total += E(nk - 1) - S(0);
+    }
+    std::map<std::string, std::array<double, 5>> agg;
+    std::vector<std::string> order;
+    for (int i = 0; i < nk; ++i) {
+      auto it = agg.find(kname[i]);
+      if (it == agg.end()) {
+        order.push_back(kname[i]);
+        agg[kname[i]] = {0, 0, 0, 0, 0};
+      }
+      auto& a = agg[kname[i]];
+      a[0] += 1;
+      a[1] += span[i] / reps;
+      a[2] += inc[i] / reps;
+      a[3] += early[i] / reps;
+      a[4] += waitlag[i] / reps;
+    }
+    std::fprintf(stderr, "timeline: one step (1-step graph, pos %d, %d replays): %d kernels, first start -> last end "
+                 "%.1f us\n", mid, reps, nk, total / reps / 1000.0);
+    std::fprintf(stderr, "timeline: %-9s %4s %10s %12s %12s %12s %12s\n", "kernel", "n", "span us", "increment us",
+                 "sum incr us", "early us", "wait-lag us");
+    for (const auto& nm : order) {
+      const auto& a = agg[nm];
+      std::fprintf(stderr, "timeline: %-9s %4d %10.2f %12.2f %12.1f %12.2f %12.2f\n", nm.c_str(), (int)a[0],
+                   a[1] / a[0] / 1000.0, a[2] / a[0] / 1000.0, a[2] / 1000.0, a[3] / a[0] / 1000.0,
+                   a[4] / a[0] / 1000.0);
+    }
   }
 
   void write_ctl(const Ctl& c) { CF_CUDA(cudaMemcpyAsync(ctl, &c, sizeof(Ctl), cudaMemcpyHostToDevice, stream)); }
@@ -828,11 +919,18 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
   m.pf_dist = kPfMB[(opts.variant >> 13) & 7] << 20;
   m.evict_first = (opts.variant & 65536) ? 0 : 1;
   m.pf_last = (opts.variant & 131072) ? 1 : 0;
+  m.diag_no_attn = (opts.variant & 262144) != 0;  // diagnostics, timing only: no attention kernels
+  m.diag_l2w = (opts.variant & 524288) != 0;      // diagnostics, timing only: every GEMV reads the same 2 MB
+  m.pf_attn = (opts.variant & 1048576) != 0;
+  m.diag_tl = (opts.variant & 2097152) != 0;
+  if (m.pf_attn && m.pf_dist == 0) m.pf_dist = (size_t)16 << 20;
   if (opts.verbose)
-    std::fprintf(stderr, "cubeforge cuda: decode GEMVs: %s; L2 %d MB, prefetch window %zu MB%s, weight loads %s\n",
+    std::fprintf(stderr, "cubeforge cuda: decode GEMVs: %s; L2 %d MB, prefetch %zu MB%s%s, weight loads %s%s%s\n",
                  m.ring ? ("ring, " + std::to_string(m.ring_nst) + " stages of 12 KB").c_str() : "register (session 3)",
-                 prop.l2CacheSize >> 20, m.pf_dist >> 20, m.pf_last ? " (evict_last)" : "",
-                 m.evict_first ? "evict_first" : "default policy");
+                 prop.l2CacheSize >> 20, m.pf_dist >> 20, m.pf_attn ? " (attention kernels only)" : "",
+                 m.pf_last ? " (evict_last)" : "", m.evict_first ? "evict_first" : "default policy",
+                 m.diag_no_attn ? "; DIAGNOSTIC: no attention (wrong outputs)" : "",
+                 m.diag_l2w ? "; DIAGNOSTIC: weights from one 2 MB L2-resident range (wrong outputs)" : "");
   CF_CUDA(cudaStreamCreateWithFlags(&m.stream, cudaStreamNonBlocking));
   if (cublasCreate(&m.blas) != CUBLAS_STATUS_SUCCESS) throw cubeforge::Error("CUDA GPT: cublasCreate failed");
   CF_BLAS(cublasSetStream(m.blas, m.stream));
@@ -970,6 +1068,7 @@ std::vector<int32_t> CudaGptEngine::generate(const GenerateOptions& o, GenerateS
   if (cancelled) throw cubeforge::Cancelled();
   std::vector<int32_t> out((size_t)m.P * m.N);
   for (size_t i = 0; i < out.size(); ++i) out[i] = m.h_tokens[i];
+  if (m.diag_tl && o.use_graph && !topp) m.timeline_report(causal);
   return out;
 }
 

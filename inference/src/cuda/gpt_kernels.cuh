@@ -60,6 +60,27 @@ __device__ __forceinline__ uint64_t policy_evict_first() {
   return pol;
 }
 
+// ---- timeline diagnostics (EngineOptions::variant bit 21) ---------------------------------------------------------
+// Per kernel three %globaltimer stamps (ns), all kept by atomicMin: the earliest block start, the earliest return
+// from griddepcontrol.wait (= when the predecessor's results became visible) and the latest block end (stored as ~t).
+__device__ __forceinline__ unsigned long long gtimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+struct TlStamp {
+  unsigned long long* t;
+  __device__ explicit TlStamp(unsigned long long* tl) : t(tl) {
+    if (t && threadIdx.x == 0) atomicMin(t, gtimer());
+  }
+  __device__ void waited() const {
+    if (t && threadIdx.x == 0) atomicMin(t + 1, gtimer());
+  }
+  __device__ ~TlStamp() {
+    if (t && threadIdx.x == 0) atomicMin(t + 2, ~gtimer());
+  }
+};
+
 constexpr int PF_MAXSEG = 6;
 struct Prefetch {
   const unsigned char* ptr[PF_MAXSEG];
@@ -144,6 +165,8 @@ struct GemvParams {
   int act_smem;        // non-LN input staged in shared memory (else read from L2 per chunk)
   int nst;             // ring stages (<= RING_MAXST)
   int evict_first;     // own weight loads with an L2 evict_first policy (read once per step)
+  unsigned long long wmask;  // diagnostics only (timing): weight element offsets & wmask (0: off)
+  unsigned long long* tl;    // diagnostics only: this kernel's timeline stamps (TlStamp) or null
   Prefetch pf;         // L2 prefetch window of later kernels' weights
 };
 
@@ -442,7 +465,8 @@ __device__ __forceinline__ void gemv_load_act(const GemvParams& p, const bf16* a
 // contiguous 512 B request instead of 8 rows x 64 B.
 template <int K, int NTILE, int NW, int KSPLIT>
 __device__ __forceinline__ void gemv_load_w(uint4 (&w)[K / KSPLIT / (32 * NW)][NTILE], const bf16* W, int N, int t,
-                                            int warp, int g, int t4, bool blocked, uint64_t pol) {
+                                            int warp, int g, int t4, bool blocked, uint64_t pol,
+                                            unsigned long long wmask) {
   constexpr int KS = K / KSPLIT, CPW = KS / (32 * NW), NT = 8 * NTILE;
   const int n0 = (t / KSPLIT) * NT, kbase = (t % KSPLIT) * KS;
 #pragma unroll
@@ -451,8 +475,9 @@ __device__ __forceinline__ void gemv_load_w(uint4 (&w)[K / KSPLIT / (32 * NW)][N
 #pragma unroll
     for (int tt = 0; tt < NTILE; ++tt) {
       const int n = n0 + tt * 8 + g;
-      const size_t off = blocked ? ((size_t)(n >> 3) * (K / 32) + kc) * 256 + (size_t)(g * 32 + t4 * 8)
+      size_t off = blocked ? ((size_t)(n >> 3) * (K / 32) + kc) * 256 + (size_t)(g * 32 + t4 * 8)
                                  : (size_t)n * K + kc * 32 + t4 * 8;
+      if (wmask) off &= wmask;
       w[c][tt] = (n < N) ? (pol ? ld_weight_hint(W + off, pol) : ld_weight(W + off)) : make_uint4(0, 0, 0, 0);
     }
   }
@@ -473,12 +498,14 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
   const int total = (p.N + NT - 1) / NT * KSPLIT;
   int t = blockIdx.x;
+  const TlStamp tls(p.tl);
 
   uint4 wa[CPW][NTILE], wb[CPW][NTILE];
   const uint64_t pol = p.evict_first ? policy_evict_first() : 0;
-  gemv_load_w<K, NTILE, NW, KSPLIT>(wa, p.W, p.N, t, warp, g, t4, p.blocked, pol);
+  gemv_load_w<K, NTILE, NW, KSPLIT>(wa, p.W, p.N, t, warp, g, t4, p.blocked, pol, p.wmask);
   if (threadIdx.x == 0) l2_prefetch_share(p.pf, blockIdx.x, gridDim.x);
   pdl_wait();
+  tls.waited();
   pdl_trigger();
 
   extern __shared__ __align__(16) unsigned char smem[];
@@ -552,13 +579,13 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
   // Two register sets, alternating: the next tile's weights are in flight while this one is reduced.
   for (;;) {
     int tn = t + gridDim.x;
-    if (tn < total) gemv_load_w<K, NTILE, NW, KSPLIT>(wb, p.W, p.N, tn, warp, g, t4, p.blocked, pol);
+    if (tn < total) gemv_load_w<K, NTILE, NW, KSPLIT>(wb, p.W, p.N, tn, warp, g, t4, p.blocked, pol, p.wmask);
     process(wa, t);
     __syncthreads();
     if (tn >= total) break;
     t = tn;
     tn = t + gridDim.x;
-    if (tn < total) gemv_load_w<K, NTILE, NW, KSPLIT>(wa, p.W, p.N, tn, warp, g, t4, p.blocked, pol);
+    if (tn < total) gemv_load_w<K, NTILE, NW, KSPLIT>(wa, p.W, p.N, tn, warp, g, t4, p.blocked, pol, p.wmask);
     process(wb, t);
     __syncthreads();
     if (tn >= total) break;
@@ -740,6 +767,8 @@ struct AttnParams {
   bf16* out;           // [R][D] hi part
   bf16* out_lo;        // [R][D] lo part
   int maxs;
+  Prefetch pf;         // L2 prefetch (variant bit 20: the next GEMVs' weights while attention runs)
+  unsigned long long* tl;  // diagnostics only: timeline stamps (TlStamp) or null
 };
 
 __device__ inline float block128_sum(float v, float* red4) {
@@ -764,6 +793,8 @@ __device__ inline float norm_rope(float raw, float wnorm, float2 cs, float* red4
 __global__ void __launch_bounds__(128) attn_decode_kernel(const AttnParams p) {
   const int split = blockIdx.x, h = blockIdx.y, r = blockIdx.z;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const TlStamp tls(p.tl);
+  if (tid == 0) l2_prefetch_share(p.pf, (r * H + h) * gridDim.x + split, gridDim.x * H * gridDim.z);
   // Everything read before pdl_wait() was written at least two kernels back (position, earlier KV slots).
   const int pos = __ldcg(&p.dyn->pos);
   const int cur = p.coff + pos;
@@ -785,6 +816,7 @@ __global__ void __launch_bounds__(128) attn_decode_kernel(const AttnParams p) {
     }
   }
   pdl_wait();
+  tls.waited();
   pdl_trigger();
 
   __shared__ __align__(16) float qs[HD], kn[HD], vn[HD], red4[4], wm[4], wl[4], ow[4][HD];
