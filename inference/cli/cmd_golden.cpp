@@ -1,19 +1,42 @@
 // `cubeforge-gen golden DIR NAME`: runs a golden case through the library and prints one line per tensor,
 // then `golden NAME: max_rel_err=X tokens=match|mismatch`. Exit 0 only when every check holds.
+// `--backend cuda`: the GPT stage of the case through the CUDA path instead (cuda_golden.h: bf16 tolerance 2e-2 on
+// the teacher-forced logits, identical greedy tokens), then `golden NAME (cuda): logits_rel_err=X tokens=...`.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
 #include "command.h"
+#include "cubeforge/cuda_golden.h"
 #include "cubeforge/golden.h"
 
 namespace {
 
+int run_cuda(const std::string& dir, const std::string& name) {
+#ifdef CUBEFORGE_HAVE_CUDA
+  const auto r = cubeforge::run_golden_cuda(dir, name);
+  for (const auto& l : r.lines) std::printf("  %s\n", l.c_str());
+  std::printf("golden %s (cuda, %s): logits_rel_err=%.3e worst_step=%.3e causal_rel_err=%.3e vs_cpu=%.3e "
+              "argmax=%d/%d tokens=%s\n",
+              name.c_str(), r.engine.c_str(), r.logits_rel_err, r.worst_step_rel_err, r.causal_rel_err,
+              r.vs_cpu_rel_err, r.argmax_agree, r.steps, r.tokens_match_graph && r.tokens_match_eager ? "match" : "mismatch");
+  return r.ok() ? 0 : 1;
+#else
+  std::fprintf(stderr, "golden %s (cuda): this build has no CUDA backend\n", name.c_str());
+  (void)dir;
+  return 2;
+#endif
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"Compare a golden case (../shared/golden/cube3d format) with this implementation", argv[0]};
-  std::string dir, name;
+  std::string dir, name, backend = "cpu";
   app.add_option("DIR", dir, "case directory")->required();
   app.add_option("NAME", name, "case name (files NAME_config.json, NAME_*.safetensors)")->required();
+  app.add_option("--backend", backend, "cpu: every stage on the fp32 CPU path (tolerance 1e-4); cuda: the GPT stage "
+                 "through the CUDA path (bf16 tolerance 2e-2, identical greedy tokens)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   CLI11_PARSE(app, argc, argv);
+  if (backend == "cuda") return run_cuda(dir, name);
   auto r = cubeforge::run_golden(dir, name);
   for (const auto& l : r.lines) {
     std::printf("%-34s rel_err=%.3e  %s%s%s\n", l.tensor.c_str(), l.rel_err, l.ok ? "ok" : "FAIL",
@@ -25,4 +48,4 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-CUBEFORGE_COMMAND("golden", "compare a golden case with this implementation", run);
+CUBEFORGE_COMMAND("golden", "compare a golden case with this implementation (--backend cuda: the CUDA GPT path)", run);

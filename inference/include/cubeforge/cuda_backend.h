@@ -19,7 +19,9 @@ std::unique_ptr<TokenBackend> make_cuda_token_backend(const Cube3D& model, std::
 // "cpu (no CUDA in this build)". "auto" takes the CUDA token loop whenever a usable GPU is present (it passes its
 // teacher-forced logit check against the fp32 path on the H200: 1.16e-2 relative, docs/cuda-gpt.md) and otherwise
 // keeps the CPU path with the reason (no GPU, old driver, not compute capability 9.0, GPU too small for the model,
-// model widths the kernels are not built for). A CUDA error during generation makes Cube3D fall back to the CPU
+// a configuration neither the fast kernels nor the generic-width kernels support). Models of other widths than
+// Cube 3D's (the default model, the golden cases) run on the generic-width kernels, named "cuda (GPU, generic
+// kernels)". A CUDA error during generation makes Cube3D fall back to the CPU
 // path for that request (cube3d.h). CUBEFORGE_NO_CUDA=1 keeps "auto" on the CPU.
 inline std::string enable_best_backend(Cube3D& model, const std::string& preference = "auto") {
   if (preference == "cpu") {

@@ -75,11 +75,17 @@ struct EngineOptions {
                                          // register GEMVs), bits 11 / 12 ring depth 3 / 10 stages (default 6)
 };
 
+class GenericGptEngine;  // inference/src/cuda/gpt_generic.h
+
 class CudaGptEngine {
  public:
   // Loads the weights (bf16 arena, one allocation) and allocates KV caches and scratch for up to max_batch_rows
   // rows (2 per prompt with CFG). num_tokens = N (512 v0.1 / 1024 v0.5), cond_len = s (77 / 78).
-  // Throws cubeforge::Error with a clear message (no GPU, GPU too small, missing tensor, CUDA error).
+  // Widths other than the fast kernels' (n_embd 1536, 12 heads of 128, one single block, cond_len <= 128, vocab a
+  // multiple of 16) run on the generic-width kernels (gpt_generic.h: any widths, fp32 activations and KV cache, same
+  // API); CUBEFORGE_CUDA_GPT=generic forces them at any width (checks). uses_generic_kernels() says which.
+  // Throws cubeforge::Error with a clear message (no GPU, GPU too small, missing tensor, CUDA error, a
+  // configuration neither kernel set supports).
   static std::unique_ptr<CudaGptEngine> create(const GptConfig& cfg, int num_tokens, int cond_len,
                                                const GptWeightSource& weights, int max_batch_rows = 2,
                                                const EngineOptions& opts = {});
@@ -111,11 +117,13 @@ class CudaGptEngine {
   int num_tokens() const;
   int cond_len() const;
   std::string device_name() const;
+  bool uses_generic_kernels() const;     // true: the generic-width path (small models), false: the fast kernels
 
  private:
   CudaGptEngine();
   struct Impl;
   std::unique_ptr<Impl> impl_;
+  std::unique_ptr<GenericGptEngine> generic_;  // set when the generic-width path serves this engine
 };
 
 // Device-to-device copy bandwidth (bytes read + written per second), measured with CUDA events.

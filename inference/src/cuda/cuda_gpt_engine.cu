@@ -7,11 +7,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <tuple>
 
 #include "cubeforge/cuda_gpt.h"
+#include "gpt_generic.h"
 #include "gpt_kernels.cuh"
 
 namespace cubeforge::cuda {
@@ -878,6 +880,22 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
                                                      const EngineOptions& opts) {
   std::string why;
   if (!cuda_available(&why)) throw cubeforge::Error("CUDA GPT unavailable: " + why);
+  // Configurations the fast kernels are not built for (the small models: golden cases, the default model) run on
+  // the generic-width kernels (gpt_generic.h); CUBEFORGE_CUDA_GPT=generic forces them at any width.
+  const char* force = std::getenv("CUBEFORGE_CUDA_GPT");
+  const bool fast_fits = cfg.n_embd == D && cfg.n_head == H && cfg.mlp_hidden() == F && cfg.n_single_layer == 1 &&
+                         !cfg.use_pooled_text_embed && num_tokens >= 2 && num_tokens <= 4096 && cond_len >= 1 &&
+                         cond_len <= 128 && cfg.shape_model_vocab_size % 16 == 0 && cfg.shape_model_vocab_size <= 16384;
+  if (!fast_fits || (force && std::string(force) == "generic")) {
+    const std::string no = GenericGptEngine::unsupported(cfg, num_tokens, cond_len, max_batch_rows);
+    if (!no.empty())
+      throw cubeforge::Error("CUDA GPT: this model (n_embd " + std::to_string(cfg.n_embd) + ", n_head " +
+                             std::to_string(cfg.n_head) + ") fits neither the fast kernels (n_embd 1536, 12 heads) " +
+                             "nor the generic-width kernels: " + no);
+    std::unique_ptr<CudaGptEngine> e(new CudaGptEngine());
+    e->generic_ = GenericGptEngine::create(cfg, num_tokens, cond_len, weights, max_batch_rows, opts);
+    return e;
+  }
   if (cfg.n_embd != D || cfg.n_head != H || cfg.mlp_hidden() != F)
     throw cubeforge::Error("CUDA GPT: kernels are specialised for n_embd 1536, 12 heads, MLP 6144; config has n_embd " +
                            std::to_string(cfg.n_embd) + ", n_head " + std::to_string(cfg.n_head));
@@ -949,6 +967,7 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
 }
 
 double CudaGptEngine::prefill(const float* cond, int rows, bool cfg) {
+  if (generic_) return generic_->prefill(cond, rows, cfg);
   Impl& m = *impl_;
   if (rows < 1 || rows > m.Rmax) throw cubeforge::Error("CUDA GPT prefill: rows must be in [1, max_batch_rows]");
   if (cfg && rows % 2) throw cubeforge::Error("CUDA GPT prefill: with CFG rows must be even (cond then uncond)");
@@ -976,6 +995,7 @@ double CudaGptEngine::prefill(const float* cond, int rows, bool cfg) {
 }
 
 std::vector<int32_t> CudaGptEngine::generate(const GenerateOptions& o, GenerateStats* stats) {
+  if (generic_) return generic_->generate(o, stats);
   Impl& m = *impl_;
   if (!m.prefilled) throw cubeforge::Error("CUDA GPT generate: call prefill() first");
   const double t_start = now_ms();
@@ -1074,6 +1094,7 @@ std::vector<int32_t> CudaGptEngine::generate(const GenerateOptions& o, GenerateS
 
 std::vector<float> CudaGptEngine::step_logits(const std::vector<int32_t>& feed, float guidance,
                                               SingleBlockAttention mode, bool use_graph, std::vector<int32_t>* argmax) {
+  if (generic_) return generic_->step_logits(feed, guidance, mode, use_graph, argmax);
   Impl& m = *impl_;
   if (!m.prefilled || m.tf_step < 0) throw cubeforge::Error("CUDA GPT step_logits: call prefill() first");
   if ((int)feed.size() != m.P) throw cubeforge::Error("CUDA GPT step_logits: one token per variation");
@@ -1119,14 +1140,16 @@ std::vector<float> CudaGptEngine::step_logits(const std::vector<int32_t>& feed, 
   return out;
 }
 
-size_t CudaGptEngine::vram_bytes() const { return impl_->total_bytes; }
-size_t CudaGptEngine::weight_bytes() const { return impl_->weights_bytes; }
-int CudaGptEngine::rows() const { return impl_->R; }
-int CudaGptEngine::num_tokens() const { return impl_->N; }
-int CudaGptEngine::cond_len() const { return impl_->s; }
-std::string CudaGptEngine::device_name() const { return impl_->dev_name; }
+size_t CudaGptEngine::vram_bytes() const { return generic_ ? generic_->vram_bytes() : impl_->total_bytes; }
+size_t CudaGptEngine::weight_bytes() const { return generic_ ? generic_->weight_bytes() : impl_->weights_bytes; }
+int CudaGptEngine::rows() const { return generic_ ? generic_->rows() : impl_->R; }
+int CudaGptEngine::num_tokens() const { return generic_ ? generic_->num_tokens() : impl_->N; }
+int CudaGptEngine::cond_len() const { return generic_ ? generic_->cond_len() : impl_->s; }
+std::string CudaGptEngine::device_name() const { return generic_ ? generic_->device_name() : impl_->dev_name; }
+bool CudaGptEngine::uses_generic_kernels() const { return generic_ != nullptr; }
 
 double CudaGptEngine::decode_bytes_per_step(int rows, SingleBlockAttention mode) const {
+  if (generic_) return generic_->decode_bytes_per_step(rows, mode);
   const Impl& m = *impl_;
   const double layer = (3.0 * D * D + D * D + 2.0 * F * D + (double)D * F) * 2 + (D + D + 2 * F + D) * 2 + 2 * HD * 4;
   const double single_mlp = (2.0 * F * D + (double)D * F) * 2 + (2 * F + D) * 2;

@@ -6,6 +6,7 @@
 #include "cubeforge/cuda_gpt.h"
 #include "cubeforge/error.h"
 #include "gpt/dual_stream_gpt.h"
+#include "gpt_weight_source.h"
 
 namespace cubeforge {
 
@@ -55,21 +56,11 @@ std::unique_ptr<TokenBackend> make_cuda_token_backend(const Cube3D& model, std::
   try {
     if (!cuda::cuda_available(why)) return nullptr;
     const DualStreamGpt& gpt = model.gpt();
-    const WeightStore& w = gpt.weights();
-    const TensorSpec spec = DualStreamGpt::tensor_spec(gpt.config());
-    cuda::GptWeightSource src;
-    src.get = [&](const std::string& name, const std::vector<int64_t>& shape) {
-      auto it = spec.find(name);
-      if (it == spec.end() || it->second != shape) throw Error("CUDA backend: tensor '" + name + "' unknown or of another shape");
-      const float* p = w.get(name);
-      size_t n = 1;
-      for (auto d : shape) n *= size_t(d);
-      return std::vector<float>(p, p + n);
-    };
+    const cuda::GptWeightSource src = cuda_weight_source(gpt);
     cuda::EngineOptions eo;
     eo.verbose = false;
     auto engine = cuda::CudaGptEngine::create(gpt.config(), gpt.num_tokens(), gpt.cond_len(), src, 2, eo);
-    const std::string name = "cuda (" + engine->device_name() + ")";
+    const std::string name = "cuda (" + engine->device_name() + (engine->uses_generic_kernels() ? ", generic kernels)" : ")");
     return std::make_unique<CudaTokenBackend>(std::move(engine), name);
   } catch (const std::exception& e) {
     if (why) *why = e.what();

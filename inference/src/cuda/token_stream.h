@@ -1,0 +1,114 @@
+// Host side of a CUDA token generation, for engines whose decode step advances a device-side position and writes
+// each token into a mapped pinned ring [P][N]: launches step 0, then chunks of K steps (K-step chunks while at
+// least K remain, then single steps), records one event per chunk, keeps up to queue_depth chunks in flight, hands
+// the tokens of every finished chunk to on_token in order, and checks cancel before every launch. Used by the
+// generic-width engine (gpt_generic.cu); compiled by nvcc only. Also the graph capture helper.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <vector>
+
+#include "cubeforge/cuda_gpt.h"
+#include "cuda_common.cuh"
+
+namespace cubeforge::cuda::detail {
+
+inline double host_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Captures what enqueue() launches on `stream` (thread-local capture mode) into an instantiated graph, uploaded and
+// ready to launch. On an exception the capture is ended and discarded.
+inline cudaGraphExec_t capture_graph(cudaStream_t stream, const std::function<void()>& enqueue) {
+  CF_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  try {
+    enqueue();
+  } catch (...) {
+    cudaGraph_t g = nullptr;
+    cudaStreamEndCapture(stream, &g);
+    if (g) cudaGraphDestroy(g);
+    cudaGetLastError();
+    throw;
+  }
+  cudaGraph_t g = nullptr;
+  CF_CUDA(cudaStreamEndCapture(stream, &g));
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t e = cudaGraphInstantiate(&exec, g, 0);
+  cudaGraphDestroy(g);
+  CF_CUDA(e);
+  CF_CUDA(cudaGraphUpload(exec, stream));
+  CF_CUDA(cudaStreamSynchronize(stream));
+  return exec;
+}
+
+// launch(first, count) enqueues decode steps first .. first + count - 1 on `stream`. Fills step0_ms, decode_ms and
+// chunk_ms of *st. Returns false when cancel was set (the stream is idle then); throws cubeforge::Error on CUDA
+// errors (the stream is synchronized first).
+inline bool stream_tokens(cudaStream_t stream, int N, int P, const int* host_ring, const GenerateOptions& o,
+                          double t_start_ms, int K, const std::function<void(int first, int count)>& launch,
+                          GenerateStats* st) {
+  struct Chunk {
+    cudaEvent_t ev;
+    int first, count;
+  };
+  std::vector<cudaEvent_t> evs;
+  std::vector<Chunk> chunks;
+  auto record = [&](int first, int count) {
+    cudaEvent_t e;
+    CF_CUDA(cudaEventCreate(&e));
+    evs.push_back(e);
+    CF_CUDA(cudaEventRecord(e, stream));
+    chunks.push_back({e, first, count});
+  };
+  size_t delivered = 0;
+  auto deliver = [&]() {
+    const Chunk& ch = chunks[delivered++];
+    CF_CUDA(cudaEventSynchronize(ch.ev));
+    if (!o.on_token) return;
+    const double t = (host_ms() - t_start_ms) / 1000.0;
+    const volatile int* ring = host_ring;
+    for (int i = ch.first; i < ch.first + ch.count; ++i)
+      for (int p = 0; p < P; ++p) o.on_token(i, p, ring[(size_t)p * N + i], t);
+  };
+  bool cancelled = false;
+  try {
+    record(0, 0);  // start marker
+    launch(0, 1);  // step 0: BOS
+    record(0, 1);
+    int next = 1;
+    while (next < N) {
+      if (o.cancel && o.cancel->load()) {
+        cancelled = true;
+        break;
+      }
+      const int cnt = (N - next >= K) ? K : 1;
+      launch(next, cnt);
+      record(next, cnt);
+      next += cnt;
+      while (chunks.size() - delivered > (size_t)std::max(1, o.queue_depth)) deliver();
+    }
+    while (delivered < chunks.size()) deliver();
+    CF_CUDA(cudaStreamSynchronize(stream));
+    CF_CUDA(cudaGetLastError());
+    float ms = 0;
+    cudaEventElapsedTime(&ms, chunks[0].ev, chunks[1].ev);
+    st->step0_ms = ms;
+    cudaEventElapsedTime(&ms, chunks[1].ev, chunks.back().ev);
+    st->decode_ms = ms;
+    for (size_t i = 2; i < chunks.size(); ++i) {
+      cudaEventElapsedTime(&ms, chunks[i - 1].ev, chunks[i].ev);
+      st->chunk_ms.push_back(ms / chunks[i].count);
+    }
+  } catch (...) {
+    cudaStreamSynchronize(stream);
+    for (auto e : evs) cudaEventDestroy(e);
+    throw;
+  }
+  for (auto e : evs) cudaEventDestroy(e);
+  return !cancelled;
+}
+
+}  // namespace cubeforge::cuda::detail
