@@ -70,7 +70,8 @@ def write_card(dest, report_path=None, log_path=None):
              "- `wte` rows 0..K-1 were tied to shape_proj(normalised codebook) during training, exactly the rebuild of §2.3.\n")
     L.append("## Training data\n")
     L.append(f"{len(S.FAMILIES)} procedural families (training/shapes.py), every attribute combination equally often, "
-             "random proportions and part counts, normalised like the reference (bbox centre at the origin, longest side "
+             "random proportions and part counts, every solid grown by a 0.02 surface offset (sdf.DILATION; cavities keep "
+             "their size) so thin parts are >= 0.085 thick (>= 2.5 cells at the default rb 6), normalised like the reference (bbox centre at the origin, longest side "
              "1.925). Surface points with normals (encoder input) and occupancy samples (20% uniform, 20% in the "
              "shape's box, 60% near the surface at σ 0.006/0.018/0.05 so thin parts are densely covered) are generated "
              "on the GPU. Captions: training templates with nouns, attribute adjectives/phrases and shape-neutral "
@@ -89,6 +90,14 @@ def write_card(dest, report_path=None, log_path=None):
                  f"| text tower + GPT | {tm.get('gpt_s')} s | {tm.get('gpt_steps')} |\n"
                  f"| evaluation | {tm.get('eval_s')} s | |\n"
                  f"| whole run | {tm.get('total_s')} s | |\n")
+        cfg = rep.get("config", {})
+        if cfg.get("continue_vae"):
+            prior = cfg.get("prior_vae_seconds")
+            L.append("The VAE stage fine-tuned the VAE of the previous default model (warm restart of the cosine "
+                     f"schedule at lr {cfg.get('vae_lr')})"
+                     + (f", which had trained {prior} s, so the VAE has had {round(prior + tm.get('vae_s', 0))} s "
+                        "in all" if prior else "") + "; the text tower and GPT were trained from scratch on its "
+                     "tokens.\n")
         L.append("## Metrics (held-out prompts, 64³ grids)\n")
         L.append("| metric | value | target |\n|---|---|---|")
         for k, tgt in TARGETS:
@@ -116,8 +125,8 @@ def write_card(dest, report_path=None, log_path=None):
              "- Shapes are procedural toys: no texture, simple parts, Y-up, one object per prompt.\n"
              "- Attributes are honoured only as the discrete values above (e.g. 'tall' changes the proportion, sizes "
              "are normalised away, so 'big'/'small' mean nothing).\n"
-             "- Thin parts (chair legs, lamp poles, ladder rungs) are at least 2 cells thick at rb 7 in the data; "
-             "at rb 6 they may break up.\n")
+             "- Thin parts (chair legs, lamp poles, ladder rungs) are at least 2.5 cells thick at the default rb 6 in "
+             "the data, so parts are chunkier than real furniture; finer detail than that is not in the model.\n")
     with open(os.path.join(dest, "README.md"), "w") as f:
         f.write("\n".join(L))
 

@@ -143,8 +143,13 @@ def inter(*ds):
     return out
 
 
+# Outward offset applied to every family's surface by shapes.eval_sdf (raw units). Cavities cut with sub() keep their
+# size (the cutter grows by the same amount), so openings stay open while every solid part gains thickness.
+DILATION = 0.02
+
+
 def sub(a, b):
-    return torch.maximum(a, -b)
+    return torch.maximum(a, DILATION - b)
 
 
 def smin(a, b, k):

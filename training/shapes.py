@@ -6,14 +6,16 @@ value. Shapes are deterministic from (seed, family, index). Evaluation is batche
 
 Frame: Y up. Raw shapes live roughly in [-1.1, 1.1]^3; `normalize_shapes` (in data.py) recentres them on their
 bounding-box centre and scales the longest side to 1.925 (the reference's +-0.9625 normalisation). Thin parts are at
-least 0.045 raw units thick, i.e. >= 2 grid cells at rb 7 (cell 2.1/128 = 0.0164) after normalisation.
+least 0.045 raw units thick before `sdf.DILATION`, which grows every solid outwards by 0.02 (cavities cut with sub()
+keep their size), so free-standing thin parts are >= 0.085 thick: >= 2.5 cells at the default rb 6 (cell 2.1/64 = 0.033) and >= 5 at rb 7. Thinner parts
+broke up in rb-6 meshes, and a half-cell reconstruction shift alone cost thin families half their 64^3 IoU.
 """
 import math
 import torch
 
 from sdf import (box, round_box, sphere, ellipsoid, cyl_y, cyl_x, cyl_z, capsule, capped_cone_y, torus_y, torus_z,
                  torus_x, pyramid_sq, pyramid_tri, prism_gable, union, inter, sub, smin, masked, rot_y, rot_z,
-                 polar_repeat, repeat_limited, length2)
+                 polar_repeat, repeat_limited, length2, DILATION)
 
 PI = math.pi
 
@@ -1347,7 +1349,7 @@ def sample_family(fam_idx, n, seed, combos=None):
 def eval_sdf(fam_idx, prm, pts):
     """pts: [B, P, 3] in the raw frame; prm: dict of tensors [B,...] on pts.device. Returns [B, P]."""
     x, y, z = pts[..., 0], pts[..., 1], pts[..., 2]
-    return FAMILIES[fam_idx].sdf(prm, x, y, z)
+    return FAMILIES[fam_idx].sdf(prm, x, y, z) - DILATION
 
 
 def eval_sdf_normalized(fam_idx, prm, center, scale, pts):

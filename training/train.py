@@ -540,7 +540,8 @@ def main():
     rep["timings"] = timings
     rep["config"] = dict(gpt=vars(gcfg), shape=vars(scfg), text=vars(tcfg), n_per_family=a.n_per_family,
                          vae_batch=CHOSEN.get("vae_batch", a.vae_batch), vae_queries=a.vae_queries,
-                         gpt_batch=CHOSEN.get("gpt_batch", a.gpt_batch))
+                         gpt_batch=CHOSEN.get("gpt_batch", a.gpt_batch), vae_lr=a.vae_lr,
+                         init_vae=a.init_vae, continue_vae=bool(a.continue_vae), part_dilation=S.DILATION)
     with open(os.path.join(a.out, "report.json"), "w") as f:
         json.dump(rep, f, indent=1)
     if not a.tiny:
