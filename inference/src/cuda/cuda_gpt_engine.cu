@@ -44,16 +44,20 @@ double now_ms() {
 template <int K, int NTILE, int NW, int KSPLIT, int EPI, bool LN, int MINB = 1>
 struct Gemv {
   static constexpr int NT = 8 * NTILE;
-  static size_t smem(int R) {
-    size_t s = LN ? (((size_t)2 * R * (K + 32) * 2 + 15) & ~size_t(15)) + 16 * sizeof(float2) : 0;  // hi + lo rows
+  // Non-LN inputs are staged in shared memory (hi + lo rows) when they take at most this many bytes (session 5).
+  static constexpr size_t kActSmemMax = 100 * 1024;
+  static size_t act_bytes(int R) { return ((size_t)2 * R * (K + 32) * 2 + 15) & ~size_t(15); }
+  static bool act_smem(int R, bool allow) { return !LN && allow && act_bytes(R) <= kActSmemMax; }
+  static size_t smem(int R, bool act = false) {
+    size_t s = LN ? act_bytes(R) + 16 * sizeof(float2) : (act ? act_bytes(R) : 0);  // hi + lo rows
     return s + (size_t)NW * NTILE * 128 * 4 + 16 * NT * 4 + 32 * 4;
   }
   static inline int occ[2] = {1, 1};  // resident blocks per SM (M16 = false / true)
   static void prepare() {
     CF_CUDA(cudaFuncSetAttribute(gemv_kernel<K, NTILE, NW, KSPLIT, EPI, LN, true, 1>,
-                                 cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem(16)));
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem(16, act_smem(16, true))));
     CF_CUDA(cudaFuncSetAttribute(gemv_kernel<K, NTILE, NW, KSPLIT, EPI, LN, false, MINB>,
-                                 cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem(8)));
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem(8, act_smem(8, true))));
     CF_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ[1], gemv_kernel<K, NTILE, NW, KSPLIT, EPI, LN, true, 1>,
                                                           NW * 32, smem(16)));
     CF_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ[0], gemv_kernel<K, NTILE, NW, KSPLIT, EPI, LN, false, MINB>,
@@ -63,14 +67,17 @@ struct Gemv {
   }
   static int blocks(int N) { return (N + NT - 1) / NT * KSPLIT; }  // tiles (work items)
   // Persistent grid: at most per_sm blocks per SM (0: as many as fit).
-  static void run(const GemvParams& p, cudaStream_t s, bool pdl, int nsm, int per_sm) {
+  static void run(const GemvParams& p0, cudaStream_t s, bool pdl, int nsm, int per_sm, bool allow_act = true) {
+    GemvParams p = p0;
     const bool m16 = p.R > 8;
+    p.act_smem = act_smem(p.R, allow_act) ? 1 : 0;
+    const size_t sm = smem(p.R, p.act_smem != 0);
     const int cap = nsm * (per_sm > 0 ? std::min(per_sm, occ[m16]) : occ[m16]);
     const dim3 grid(std::min(blocks(p.N), cap));
     if (m16)
-      launch(gemv_kernel<K, NTILE, NW, KSPLIT, EPI, LN, true, 1>, grid, dim3(NW * 32), smem(p.R), s, pdl, p);
+      launch(gemv_kernel<K, NTILE, NW, KSPLIT, EPI, LN, true, 1>, grid, dim3(NW * 32), sm, s, pdl, p);
     else
-      launch(gemv_kernel<K, NTILE, NW, KSPLIT, EPI, LN, false, MINB>, grid, dim3(NW * 32), smem(p.R), s, pdl, p);
+      launch(gemv_kernel<K, NTILE, NW, KSPLIT, EPI, LN, false, MINB>, grid, dim3(NW * 32), sm, s, pdl, p);
   }
 };
 // Defaults measured best in session 3 (docs/cuda-gpt-notes.md); the others stay as EngineOptions::variant bits.
@@ -194,12 +201,15 @@ struct CudaGptEngine::Impl {
   unsigned long long* tl_slot(const char* name) {
     if (!diag_tl || kseq >= kTlMax) return nullptr;
     if ((int)kname.size() <= kseq) kname.resize(kseq + 1);
-    kname[kseq] = name;
+    if (!step0_now) kname[kseq] = name;
     return tl + 3 * (size_t)kseq++;
   }
   bool pf_prime = false;  // the next window also covers [cursor, cursor + dist) (nothing was prefetched before)
   int pf_last = 0, evict_first = 1;
   bool single_now = false;  // enqueue_step is in the single block (timeline names)
+  bool step0_now = false;   // enqueue_step of step 0 (its kernels do not name the graph's timeline slots)
+  int kseq_graph = 0;       // kernels of a graph step (timeline)
+  bool act_stage = true;    // o-proj / down inputs staged in shared memory (variant bit 22 turns it off)
 
   int R = 0, P = 0;
   bool cfg_on = false, prefilled = false;
@@ -645,8 +655,8 @@ struct CudaGptEngine::Impl {
       o.pf = take_window((size_t)D * D * 2);
       o.tl = tl_slot(single_now ? "s.oproj" : "oproj");
       if (ring) RingOproj::run(o, stream, pdl, nsm, ring_nst, smem_optin);
-      else if (opts.variant & 1) GemvOprojKs::run(o, stream, pdl, nsm, per_sm);
-      else GemvOproj::run(o, stream, pdl, nsm, per_sm);
+      else if (opts.variant & 1) GemvOprojKs::run(o, stream, pdl, nsm, per_sm, act_stage);
+      else GemvOproj::run(o, stream, pdl, nsm, per_sm, act_stage);
     }
     GemvParams g = base_params();
     g.W = w.x_gu;
@@ -670,10 +680,10 @@ struct CudaGptEngine::Impl {
     d.pf = take_window((size_t)D * F * 2);
     d.tl = tl_slot(single_now ? "s.down" : "down");
     if (ring) RingDown::run(d, stream, pdl, nsm, ring_nst, smem_optin);
-    else if (opts.variant & 2) GemvDown16::run(d, stream, pdl, nsm, per_sm);
-    else if (opts.variant & 128) GemvDownKs2::run(d, stream, pdl, nsm, per_sm);
-    else if (opts.variant & 512) GemvDownKs8::run(d, stream, pdl, nsm, per_sm);
-    else GemvDown::run(d, stream, pdl, nsm, per_sm);
+    else if (opts.variant & 2) GemvDown16::run(d, stream, pdl, nsm, per_sm, act_stage);
+    else if (opts.variant & 128) GemvDownKs2::run(d, stream, pdl, nsm, per_sm, act_stage);
+    else if (opts.variant & 512) GemvDownKs8::run(d, stream, pdl, nsm, per_sm, act_stage);
+    else GemvDown::run(d, stream, pdl, nsm, per_sm, act_stage);
   }
 
   void enqueue_step(const StepKind& k) {
@@ -681,6 +691,7 @@ struct CudaGptEngine::Impl {
     build_wstream(k);
     kseq = 0;
     single_now = false;
+    step0_now = k.step0;
     pf_prime = k.step0;  // step 0 follows prefill: nothing of this stream was prefetched yet
     if (k.step0) {  // x = BOS embedding in every row (plain launch: nothing before it in the stream is a kernel)
       init_rows_kernel<<<64, 256, 0, stream>>>(wte, cfg.bos_id(), R, x, stats);
@@ -714,6 +725,7 @@ struct CudaGptEngine::Impl {
     if (ring) RingLm::run(p, stream, pdl, nsm, ring_nst, smem_optin);
     else if (opts.variant & 256) GemvLmN::run(p, stream, pdl, nsm, per_sm);
     else GemvLm::run(p, stream, pdl, nsm, per_sm);
+    if (!k.step0) kseq_graph = kseq;
     if (k.topp) {
       ToppParams t = {ctl, dyn, guided, wte, x, stats, tokens, h_tokens_dev};
       launch(topp_kernel, dim3(P), dim3(TOPP_THREADS), 0, stream, pdl, t);
@@ -752,7 +764,7 @@ struct CudaGptEngine::Impl {
   // kernel started before its predecessor ended. Diagnostics only (variant bit 21).
   void timeline_report(bool causal) {
     cudaGraphExec_t g = graph(causal, false, 1, nullptr);
-    const int nk = std::min(kseq, kTlMax), reps = 20;
+    const int nk = std::min(kseq_graph, kTlMax), reps = 20;
     std::vector<unsigned long long> h(3 * (size_t)nk);
     std::vector<double> span(nk, 0), inc(nk, 0), early(nk, 0), waitlag(nk, 0);
     double total = 0;
@@ -941,6 +953,7 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
   m.diag_l2w = (opts.variant & 524288) != 0;      // diagnostics, timing only: every GEMV reads the same 2 MB
   m.pf_attn = (opts.variant & 1048576) != 0;
   m.diag_tl = (opts.variant & 2097152) != 0;
+  m.act_stage = (opts.variant & 4194304) == 0;
   if (m.pf_attn && m.pf_dist == 0) m.pf_dist = (size_t)16 << 20;
   if (opts.verbose)
     std::fprintf(stderr, "cubeforge cuda: decode GEMVs: %s; L2 %d MB, prefetch %zu MB%s%s, weight loads %s%s%s\n",

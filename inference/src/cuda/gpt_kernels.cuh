@@ -303,12 +303,17 @@ __device__ __forceinline__ void gemv_epilogue(const GemvParams& p, float* outs, 
       p.lm_idx[pp * total + tile] = bi;
     }
     if (p.tail) {
-      __threadfence();
+      // One fence by one thread after the barrier (the cooperative-groups grid-sync pattern: the barrier orders the
+      // block's partial writes before thread 0's fence, which is cumulative), instead of a fence in every thread.
       cbar<BAR, NW * 32>();
-      if (threadIdx.x == 0) *flag = (atomicAdd(&p.dyn->cnt_lm, 1u) == (unsigned)total - 1);
+      if (threadIdx.x == 0) {
+        __threadfence();
+        const bool last = atomicAdd(&p.dyn->cnt_lm, 1u) == (unsigned)total - 1;
+        if (last) __threadfence();
+        *flag = last;
+      }
       cbar<BAR, NW * 32>();
       if (*flag) {  // every tile has published its partial: pick, emit, advance the position
-        __threadfence();
         int* tok = flag + 1;
         if (warp < P) {
           const int pp = warp;
@@ -425,6 +430,39 @@ __device__ __forceinline__ void gemv_reduce(float (&acc)[NTILE][4], const float 
   cbar<BAR, NW * 32>();
 }
 
+// Non-LN GEMV input (bf16 hi [R][K] + lo [R][K] in global memory, written by the previous kernel) copied to the
+// shared-memory rows [R][K + 32] (hi) + [R][K + 32] (lo) that gemv_load_act reads, columns [k0, k1) only. Loads
+// are issued in batches of 4 per thread before their stores, so a thread waits ~one L2 round trip per batch
+// instead of every chunk of the MMA loop waiting on its own L2 load.
+template <int K, int NTHR>
+__device__ __forceinline__ void gemv_stage_act(const GemvParams& p, bf16* act, int R, int k0, int k1) {
+  constexpr int AST = K + 32;
+  const int w8 = (k1 - k0) / 8, n = R * w8;
+  const bool split = p.split != 0;
+  for (int base = threadIdx.x; base < n; base += 4 * NTHR) {
+    uint4 h[4], l[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int v = base + i * NTHR;
+      h[i] = l[i] = make_uint4(0, 0, 0, 0);
+      if (v < n) {
+        const int r = v / w8, k = k0 + (v % w8) * 8;
+        h[i] = ld_cg16(p.A + (size_t)r * K + k);
+        if (split) l[i] = ld_cg16(p.A_lo + (size_t)r * K + k);
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int v = base + i * NTHR;
+      if (v < n) {
+        const int r = v / w8, k = k0 + (v % w8) * 8;
+        *reinterpret_cast<uint4*>(act + (size_t)r * AST + k) = h[i];
+        if (split) *reinterpret_cast<uint4*>(act + (size_t)(R + r) * AST + k) = l[i];
+      }
+    }
+  }
+}
+
 // A GEMV's activation fragments for chunk column k (lane: row g, 8 columns from k): hi rows g / g + 8 and lo rows
 // g / g + 8 (zero where absent), from the shared-memory rows [R][K + 32] (hi) + [R][K + 32] (lo) or from L2.
 template <int K, bool M16>
@@ -519,7 +557,17 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
     off += 16 * sizeof(float2);
     gemv_ln_prologue<K, NW, 0>(p, act_w, st, R);
     __syncthreads();
+  } else if (p.act_smem) {
+    // The input is staged in shared memory once per block. When every tile of this block has the same K range
+    // (gridDim a multiple of KSPLIT, true for the persistent grids), only that range is copied.
+    bf16* act_w = reinterpret_cast<bf16*>(smem);
+    off = ((size_t)2 * R * AST * 2 + 15) & ~size_t(15);
+    const bool one_range = KSPLIT == 1 || gridDim.x % KSPLIT == 0;
+    const int k0 = one_range ? (int)(blockIdx.x % KSPLIT) * KS : 0;
+    gemv_stage_act<K, NW * 32>(p, act_w, R, k0, one_range ? k0 + KS : K);
+    __syncthreads();
   }
+  const bool act_s = LN || p.act_smem;
   float* red = reinterpret_cast<float*>(smem + off);
   float* outs = red + NW * NTILE * 128;  // [16][NT]
   int* flag = reinterpret_cast<int*>(outs + 16 * NT);
@@ -540,7 +588,7 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
     for (int c = 0; c < CPW; ++c) {
       const int k = kbase + (c * NW + warp) * 32 + t4 * 8;
       uint4 a0, a1, l0, l1;  // hi row g, hi row g+8, lo row g, lo row g+8
-      gemv_load_act<K, M16>(p, act, LN, R, g, k, split, a0, a1, l0, l1);
+      gemv_load_act<K, M16>(p, act, act_s, R, g, k, split, a0, a1, l0, l1);
       if constexpr (!M16) a1 = l0;  // rows 8..15 carry the lo parts of rows 0..7
 #pragma unroll
       for (int tt = 0; tt < NTILE; ++tt) {
@@ -557,12 +605,15 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
     if constexpr (KSPLIT > 1) {
       float* mine = p.ks_scratch + ((size_t)tile * KSPLIT + ks) * 16 * NT;
       for (int e = threadIdx.x; e < R * NT; e += NW * 32) mine[e] = outs[e];
-      __threadfence();
       __syncthreads();
-      if (threadIdx.x == 0) *flag = (atomicAdd(&p.ks_cnt[tile], 1u) == KSPLIT - 1);
+      if (threadIdx.x == 0) {  // one fence by one thread after the barrier (see the lm_head tail)
+        __threadfence();
+        const bool last = atomicAdd(&p.ks_cnt[tile], 1u) == KSPLIT - 1;
+        if (last) __threadfence();
+        *flag = last;
+      }
       __syncthreads();
-      if (!*flag) return;  // the other half finishes this tile
-      __threadfence();
+      if (!*flag) return;  // another K range finishes this tile
       for (int e = threadIdx.x; e < R * NT; e += NW * 32) {
         float s = 0.f;
 #pragma unroll
@@ -901,12 +952,15 @@ __global__ void __launch_bounds__(128) attn_decode_kernel(const AttnParams p) {
     mypart[HD] = m;
     mypart[HD + 1] = lsum;
   }
-  __threadfence();
   __syncthreads();
-  if (tid == 0) last = (atomicAdd(&p.cnt[r * H + h], 1u) == (unsigned)nsplit - 1);
+  if (tid == 0) {  // one fence by one thread after the barrier (see the lm_head tail)
+    __threadfence();
+    const bool l = atomicAdd(&p.cnt[r * H + h], 1u) == (unsigned)nsplit - 1;
+    if (l) __threadfence();
+    last = l;
+  }
   __syncthreads();
   if (!last) return;
-  __threadfence();
   const float* parts = p.part + (size_t)(r * H + h) * p.maxs * (HD + 2);
   float M = -INFINITY;
   for (int s = 0; s < nsplit; ++s) M = fmaxf(M, __ldcg(parts + s * (HD + 2) + HD));
