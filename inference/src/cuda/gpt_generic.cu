@@ -55,7 +55,7 @@ struct GenericGptEngine::Impl {
   std::vector<void*> allocs;
   size_t total_bytes = 0, weights_bytes = 0;
   std::string dev_name;
-  int smem_optin = 0;
+  int smem_optin = 0, nsm = 132;
   size_t select_smem_topp = 0;
 
   unsigned char* arena = nullptr;
@@ -267,18 +267,31 @@ struct GenericGptEngine::Impl {
     while (Vp < Vs) Vp <<= 1;
     select_smem_topp = (((size_t)Vp * 8 + 15) & ~size_t(15)) + (kSelectThreads + 1) * sizeof(double) + 2 * sizeof(int);
     CF_CUDA(cudaFuncSetAttribute(select_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)select_smem_topp));
-    const size_t attn_smem = (size_t)(hd + std::max(Tdual, Tsingle)) * 4;
+    CF_CUDA(cudaFuncSetAttribute(gemv_kernel<LIN_PLAIN>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_optin));
+    CF_CUDA(cudaFuncSetAttribute(gemv_kernel<LIN_LN>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_optin));
+    CF_CUDA(cudaFuncSetAttribute(gemv_kernel<LIN_SWIGLU>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_optin));
+    const size_t attn_smem = (size_t)(5 * hd + std::max(Tdual, Tsingle)) * 4;
     if (attn_smem > 48 * 1024)
       CF_CUDA(cudaFuncSetAttribute(attention_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)attn_smem));
   }
 
   // ---- launches ----------------------------------------------------------------------------------------------------
+  // Few rows (decode) whose inputs fit in shared memory: the one-warp-per-column GEMV; else the tiled GEMM.
+  // CUBEFORGE_GENERIC_TILED=1 keeps the tiled GEMM everywhere (comparisons).
+  bool tiled_only = false;
   template <int IN>
   void linear(const float* A, int lda, int M, int K, const bf16* W, const bf16* bias, int Nout, float* C, int ldc,
               bool accumulate) {
     LinearArgs a{A, lda, M, K, Nout, W, bias, C, ldc, accumulate ? 1 : 0, cfg.eps};
-    const dim3 grid((Nout + LBN - 1) / LBN, (M + LBM - 1) / LBM);
-    linear_kernel<IN><<<grid, LTHREADS, 0, stream>>>(a);
+    const size_t smem = (size_t)M * K * 4;
+    if (!tiled_only && M <= kMaxR && smem <= (size_t)smem_optin) {
+      const int cols = GTHREADS / 32;
+      const dim3 grid((unsigned)std::min<long>((Nout + cols - 1) / cols, 4L * nsm));
+      gemv_kernel<IN><<<grid, GTHREADS, smem, stream>>>(a);
+    } else {
+      const dim3 grid((Nout + LBN - 1) / LBN, (M + LBM - 1) / LBM);
+      linear_kernel<IN><<<grid, LTHREADS, 0, stream>>>(a);
+    }
     CF_CUDA(cudaGetLastError());
   }
   void qk_prep(float* buf, int ld, int M, int tpr, bool has_q, const BlockPtr& w, float* kc, float* vc, int T,
@@ -291,7 +304,7 @@ struct GenericGptEngine::Impl {
   void attention(const float* q, int ldq, int M, int tpr, const float* kc, const float* vc, int T, int vc0, int vp,
                  int vt, float* out) {
     AttnArgs a{q, ldq, kc, vc, T, D, hd, scale, tpr, vc0, vp, vt, st, out, D};
-    attention_kernel<<<dim3(H, M), ATHREADS, (size_t)(hd + T) * 4, stream>>>(a);
+    attention_kernel<<<dim3(H, M), ATHREADS, (size_t)(5 * hd + T) * 4, stream>>>(a);
     CF_CUDA(cudaGetLastError());
   }
   // post_1 / post_2 / single-block tail on `rows` rows of xs: xs += o(att); xs += down(SwiGLU(gate|up(LN(xs))))
@@ -400,7 +413,7 @@ std::string GenericGptEngine::unsupported(const GptConfig& cfg, int num_tokens, 
   if (num_tokens < 1 || num_tokens > 8192) return "num_tokens " + std::to_string(num_tokens) + " outside [1, 8192]";
   if (cond_len < 1 || cond_len > 1024) return "cond_len " + std::to_string(cond_len) + " outside [1, 1024]";
   if (max_batch_rows < 1 || max_batch_rows > kMaxR) return "max_batch_rows must be in [1, 16]";
-  const size_t attn_smem = (size_t)(hd + cond_len + num_tokens + 1) * 4;
+  const size_t attn_smem = (size_t)(5 * hd + cond_len + num_tokens + 1) * 4;
   if (attn_smem > 200 * 1024) return "attention scores do not fit in shared memory";
   return "";
 }
@@ -434,6 +447,9 @@ std::unique_ptr<GenericGptEngine> GenericGptEngine::create(const GptConfig& cfg,
   CF_CUDA(cudaGetDeviceProperties(&prop, 0));
   m.dev_name = prop.name;
   m.smem_optin = (int)prop.sharedMemPerBlockOptin;
+  m.nsm = prop.multiProcessorCount;
+  const char* tiled = std::getenv("CUBEFORGE_GENERIC_TILED");
+  m.tiled_only = tiled && std::string(tiled) == "1";
   int Vp = 1;
   while (Vp < m.Vs) Vp <<= 1;
   if ((size_t)Vp * 8 + (kSelectThreads + 1) * 8 + 32 > (size_t)m.smem_optin)

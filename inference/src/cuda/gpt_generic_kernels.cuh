@@ -149,6 +149,78 @@ __global__ void __launch_bounds__(LTHREADS) linear_kernel(LinearArgs a) {
     }
 }
 
+// ---- the same Linear for few rows (decode, M <= kMaxR): one warp per output column ---------------------------------
+// The block first writes in(A) for all M rows into shared memory (M x K floats, LayerNorm / SwiGLU applied once), then
+// each of its 8 warps takes output columns n = blockIdx.x * 8 + warp + k * gridDim.x * 8: lanes stride K with bf16
+// pairs of the weight row, keep M fp32 sums, reduce them across the warp. Fixed order: deterministic.
+constexpr int GTHREADS = 256;
+template <int IN>
+__global__ void __launch_bounds__(GTHREADS) gemv_kernel(LinearArgs a) {
+  extern __shared__ float xs[];  // [M][K]
+  __shared__ float row_mean[kMaxR], row_rstd[kMaxR];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int M = a.M, K = a.K;
+  if (IN == LIN_LN) {
+    for (int r = warp; r < M; r += GTHREADS / 32) {
+      const float* x = a.A + (size_t)r * a.lda;
+      float s = 0.f;
+      for (int k = lane; k < K; k += 32) s += x[k];
+      const float mu = warp_sum(s) / (float)K;
+      float v = 0.f;
+      for (int k = lane; k < K; k += 32) {
+        const float d = x[k] - mu;
+        v += d * d;
+      }
+      v = warp_sum(v);
+      if (lane == 0) {
+        row_mean[r] = mu;
+        row_rstd[r] = rsqrtf(v / (float)K + a.eps);
+      }
+    }
+    __syncthreads();
+  }
+  for (int i = tid; i < M * K; i += GTHREADS) {
+    const int r = i / K, k = i % K;
+    const float* row = a.A + (size_t)r * a.lda;
+    float v;
+    if (IN == LIN_PLAIN) {
+      v = row[k];
+    } else if (IN == LIN_LN) {
+      v = (row[k] - row_mean[r]) * row_rstd[r];
+    } else {
+      const float g = row[k];
+      v = g / (1.f + __expf(-g)) * row[K + k];
+    }
+    xs[i] = v;
+  }
+  __syncthreads();
+  for (int n = blockIdx.x * (GTHREADS / 32) + warp; n < a.N; n += gridDim.x * (GTHREADS / 32)) {
+    const __nv_bfloat162* w = reinterpret_cast<const __nv_bfloat162*>(a.W + (size_t)n * K);  // K is even
+    float acc[kMaxR];
+#pragma unroll
+    for (int r = 0; r < kMaxR; ++r) acc[r] = 0.f;
+    for (int k2 = lane; k2 < K / 2; k2 += 32) {
+      const float2 wf = __bfloat1622float2(w[k2]);
+#pragma unroll
+      for (int r = 0; r < kMaxR; ++r)
+        if (r < M) {
+          const float2 x = *reinterpret_cast<const float2*>(xs + (size_t)r * K + 2 * k2);
+          acc[r] = fmaf(x.x, wf.x, fmaf(x.y, wf.y, acc[r]));
+        }
+    }
+    const float b = a.bias ? bf(a.bias[n]) : 0.f;
+#pragma unroll
+    for (int r = 0; r < kMaxR; ++r)
+      if (r < M) {
+        const float y = warp_sum(acc[r]) + b;
+        if (lane == r) {
+          float* c = a.C + (size_t)r * a.ldc + n;
+          *c = a.accumulate ? *c + y : y;
+        }
+      }
+  }
+}
+
 // ---- q/k RMSNorm, RoPE, KV-cache write -----------------------------------------------------------------------------
 // One warp per (token m, head h). Token m belongs to cache row m / tpr, token index t = m % tpr. Row layout of qkv:
 // [q (D) | k (D) | v (D)] (has_q) or [k (D) | v (D)]. q and k are normalized in place; with rope, q and k are rotated
@@ -229,7 +301,7 @@ constexpr int ATHREADS = 128;
 __global__ void __launch_bounds__(ATHREADS) attention_kernel(AttnArgs a) {
   extern __shared__ float sm[];
   float* qs = sm;             // [hd]
-  float* sc = sm + a.hd;      // [T]
+  float* sc = sm + a.hd;      // [T], then [4][hd] partial outputs
   __shared__ float red[32];
   const int h = blockIdx.x, m = blockIdx.y, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int r = m / a.tpr, t = m % a.tpr;
@@ -259,9 +331,22 @@ __global__ void __launch_bounds__(ATHREADS) attention_kernel(AttnArgs a) {
   }
   sum = block_reduce<false>(sum, red);  // its barriers also publish sc[]
   const float inv = 1.f / sum;
+  // weighted values: warp w sums keys j = w (mod 4) for 32 dims at a time (coalesced rows), then the 4 partial sums
+  float* part = sc + a.T;  // [4][hd]
+  for (int d0 = 0; d0 < a.hd; d0 += 32) {
+    const int d = d0 + lane;
+    float acc = 0.f;
+    if (d < a.hd) {
+#pragma unroll 4
+      for (int j = warp; j < vis; j += ATHREADS / 32) acc = fmaf(sc[j], vbase[(size_t)j * a.D + d], acc);
+      part[warp * a.hd + d] = acc;
+    }
+  }
+  __syncthreads();
   for (int d = tid; d < a.hd; d += ATHREADS) {
     float acc = 0.f;
-    for (int j = 0; j < vis; ++j) acc = fmaf(sc[j], vbase[(size_t)j * a.D + d], acc);
+#pragma unroll
+    for (int w = 0; w < ATHREADS / 32; ++w) acc += part[w * a.hd + d];
     a.out[(size_t)m * a.ldo + h * a.hd + d] = acc * inv;
   }
 }
