@@ -69,6 +69,40 @@ struct LinearArgs {
   int accumulate;     // 1: C += y (residual add), 0: C = y
   float eps;
 };
+// Mean and 1/std (two passes, biased variance as PyTorch) of rows [r0, r0 + rows) of A, one warp per row, into
+// mean[] / rstd[] (indexed from 0); rows past M get 0.
+__device__ __forceinline__ void ln_row_stats(const LinearArgs& a, int r0, int rows, float* mean, float* rstd) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+  for (int r = warp; r < rows; r += nw) {
+    const int m = r0 + r;
+    float mu = 0.f, rs = 0.f;
+    if (m < a.M) {
+      const float* x = a.A + (size_t)m * a.lda;
+      float s = 0.f;
+      for (int k = lane; k < a.K; k += 32) s += x[k];
+      mu = warp_sum(s) / (float)a.K;
+      float v = 0.f;
+      for (int k = lane; k < a.K; k += 32) {
+        const float d = x[k] - mu;
+        v += d * d;
+      }
+      rs = rsqrtf(warp_sum(v) / (float)a.K + a.eps);
+    }
+    if (lane == 0) {
+      mean[r] = mu;
+      rstd[r] = rs;
+    }
+  }
+}
+// in(A)[m][k] for an A row (see LinIn); mean / rstd of that row for LIN_LN.
+template <int IN>
+__device__ __forceinline__ float lin_input(const float* row, int k, int K, float mean, float rstd) {
+  if (IN == LIN_PLAIN) return row[k];
+  if (IN == LIN_LN) return (row[k] - mean) * rstd;
+  const float g = row[k];
+  return g / (1.f + __expf(-g)) * row[K + k];
+}
+
 constexpr int LBM = 16, LBN = 32, LBK = 32, LTHREADS = 128;  // 2 x 2 outputs per thread
 
 template <int IN>
@@ -78,28 +112,8 @@ __global__ void __launch_bounds__(LTHREADS) linear_kernel(LinearArgs a) {
   __shared__ float row_mean[LBM], row_rstd[LBM];
   const int tid = threadIdx.x;
   const int m0 = blockIdx.y * LBM, n0 = blockIdx.x * LBN;
-  if (IN == LIN_LN) {  // two-pass mean / variance of the block's rows (biased variance, as PyTorch)
-    const int lane = tid & 31, warp = tid >> 5;
-    for (int r = warp; r < LBM; r += LTHREADS / 32) {
-      const int m = m0 + r;
-      float mu = 0.f, rs = 0.f;
-      if (m < a.M) {
-        const float* x = a.A + (size_t)m * a.lda;
-        float s = 0.f;
-        for (int k = lane; k < a.K; k += 32) s += x[k];
-        mu = warp_sum(s) / (float)a.K;
-        float v = 0.f;
-        for (int k = lane; k < a.K; k += 32) {
-          const float d = x[k] - mu;
-          v += d * d;
-        }
-        rs = rsqrtf(warp_sum(v) / (float)a.K + a.eps);
-      }
-      if (lane == 0) {
-        row_mean[r] = mu;
-        row_rstd[r] = rs;
-      }
-    }
+  if (IN == LIN_LN) {
+    ln_row_stats(a, m0, LBM, row_mean, row_rstd);
     __syncthreads();
   }
   const int tx = tid % (LBN / 2), ty = tid / (LBN / 2);
@@ -107,19 +121,7 @@ __global__ void __launch_bounds__(LTHREADS) linear_kernel(LinearArgs a) {
   for (int k0 = 0; k0 < a.K; k0 += LBK) {
     for (int i = tid; i < LBM * LBK; i += LTHREADS) {
       const int r = i / LBK, kk = i % LBK, m = m0 + r, k = k0 + kk;
-      float v = 0.f;
-      if (m < a.M && k < a.K) {
-        const float* row = a.A + (size_t)m * a.lda;
-        if (IN == LIN_PLAIN) {
-          v = row[k];
-        } else if (IN == LIN_LN) {
-          v = (row[k] - row_mean[r]) * row_rstd[r];
-        } else {
-          const float g = row[k];
-          v = g / (1.f + __expf(-g)) * row[a.K + k];
-        }
-      }
-      As[kk][r] = v;
+      As[kk][r] = (m < a.M && k < a.K) ? lin_input<IN>(a.A + (size_t)m * a.lda, k, a.K, row_mean[r], row_rstd[r]) : 0.f;
     }
     for (int i = tid; i < LBN * LBK; i += LTHREADS) {
       const int c = i / LBK, kk = i % LBK, n = n0 + c, k = k0 + kk;
@@ -161,37 +163,12 @@ __global__ void __launch_bounds__(GTHREADS) gemv_kernel(LinearArgs a) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int M = a.M, K = a.K;
   if (IN == LIN_LN) {
-    for (int r = warp; r < M; r += GTHREADS / 32) {
-      const float* x = a.A + (size_t)r * a.lda;
-      float s = 0.f;
-      for (int k = lane; k < K; k += 32) s += x[k];
-      const float mu = warp_sum(s) / (float)K;
-      float v = 0.f;
-      for (int k = lane; k < K; k += 32) {
-        const float d = x[k] - mu;
-        v += d * d;
-      }
-      v = warp_sum(v);
-      if (lane == 0) {
-        row_mean[r] = mu;
-        row_rstd[r] = rsqrtf(v / (float)K + a.eps);
-      }
-    }
+    ln_row_stats(a, 0, M, row_mean, row_rstd);
     __syncthreads();
   }
   for (int i = tid; i < M * K; i += GTHREADS) {
-    const int r = i / K, k = i % K;
-    const float* row = a.A + (size_t)r * a.lda;
-    float v;
-    if (IN == LIN_PLAIN) {
-      v = row[k];
-    } else if (IN == LIN_LN) {
-      v = (row[k] - row_mean[r]) * row_rstd[r];
-    } else {
-      const float g = row[k];
-      v = g / (1.f + __expf(-g)) * row[K + k];
-    }
-    xs[i] = v;
+    const int r = i / K;
+    xs[i] = lin_input<IN>(a.A + (size_t)r * a.lda, i % K, K, row_mean[r], row_rstd[r]);
   }
   __syncthreads();
   for (int n = blockIdx.x * (GTHREADS / 32) + warp; n < a.N; n += gridDim.x * (GTHREADS / 32)) {
