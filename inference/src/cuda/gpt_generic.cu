@@ -267,15 +267,24 @@ struct GenericGptEngine::Impl {
     while (Vp < Vs) Vp <<= 1;
     select_smem_topp = (((size_t)Vp * 8 + 15) & ~size_t(15)) + (kSelectThreads + 1) * sizeof(double) + 2 * sizeof(int);
     CF_CUDA(cudaFuncSetAttribute(select_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)select_smem_topp));
-    CF_CUDA(cudaFuncSetAttribute(gemv_kernel<LIN_PLAIN>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_optin));
-    CF_CUDA(cudaFuncSetAttribute(gemv_kernel<LIN_LN>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_optin));
-    CF_CUDA(cudaFuncSetAttribute(gemv_kernel<LIN_SWIGLU>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_optin));
+    gemv_smem_max = std::min({gemv_allow_smem(gemv_kernel<LIN_PLAIN>), gemv_allow_smem(gemv_kernel<LIN_LN>),
+                              gemv_allow_smem(gemv_kernel<LIN_SWIGLU>)});
     const size_t attn_smem = (size_t)(5 * hd + std::max(Tdual, Tsingle)) * 4;
     if (attn_smem > 48 * 1024)
       CF_CUDA(cudaFuncSetAttribute(attention_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)attn_smem));
   }
 
   // ---- launches ----------------------------------------------------------------------------------------------------
+  // Lets kernel k take all the dynamic shared memory the device allows next to its static shared memory; returns
+  // that many bytes.
+  size_t gemv_allow_smem(void (*k)(LinearArgs)) {
+    cudaFuncAttributes fa;
+    CF_CUDA(cudaFuncGetAttributes(&fa, k));
+    const int dyn = smem_optin - (int)fa.sharedSizeBytes;
+    CF_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, dyn));
+    return (size_t)dyn;
+  }
+  size_t gemv_smem_max = 0;
   // Few rows (decode) whose inputs fit in shared memory: the one-warp-per-column GEMV; else the tiled GEMM.
   // CUBEFORGE_GENERIC_TILED=1 keeps the tiled GEMM everywhere (comparisons).
   bool tiled_only = false;
@@ -284,7 +293,7 @@ struct GenericGptEngine::Impl {
               bool accumulate) {
     LinearArgs a{A, lda, M, K, Nout, W, bias, C, ldc, accumulate ? 1 : 0, cfg.eps};
     const size_t smem = (size_t)M * K * 4;
-    if (!tiled_only && M <= kMaxR && smem <= (size_t)smem_optin) {
+    if (!tiled_only && M <= kMaxR && smem <= gemv_smem_max) {
       const int cols = GTHREADS / 32;
       const dim3 grid((unsigned)std::min<long>((Nout + cols - 1) / cols, 4L * nsm));
       gemv_kernel<IN><<<grid, GTHREADS, smem, stream>>>(a);
