@@ -216,7 +216,8 @@ struct CudaGptEngine::Impl {
   bool single_now = false;  // enqueue_step is in the single block (timeline names)
   bool step0_now = false;   // enqueue_step of step 0 (its kernels do not name the graph's timeline slots)
   int kseq_graph = 0;       // kernels of a graph step (timeline)
-  bool act_stage = false;   // o-proj / down inputs staged in shared memory (variant bit 22; not yet measured)
+  bool act_stage = true;    // o-proj / down inputs staged in shared memory (variant bit 22 turns it off)
+  int gemv_opt = 0;         // GemvParams::opt (variant bits 23..25: the session-5 LN prologue / lm tail / resid)
 
   int R = 0, P = 0;
   bool cfg_on = false, prefilled = false;
@@ -553,6 +554,7 @@ struct CudaGptEngine::Impl {
     p.ks_scratch = ks_scratch;
     p.ks_cnt = ks_cnt;
     p.split = split_dec;
+    p.opt = gemv_opt;
     p.evict_first = evict_first;
     p.wmask = diag_l2w ? ((1ull << 20) - 1) : 0;
     p.tl = nullptr;
@@ -960,9 +962,13 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
   m.diag_l2w = (opts.variant & 524288) != 0;      // diagnostics, timing only: every GEMV reads the same 2 MB
   m.pf_attn = (opts.variant & 1048576) != 0;
   m.diag_tl = (opts.variant & 2097152) != 0;
-  // bit 22: o-proj / down inputs staged in shared memory. Its first build (837b065) failed at launch (shared-memory
-  // limit, fixed since) and it has not run on a GPU yet, so it stays opt-in until measured.
-  m.act_stage = (opts.variant & 4194304) != 0;
+  // bit 22: o-proj / down inputs read from L2 per MMA chunk instead of staged in shared memory once per block
+  // (staging: written in session 5, first run and made the default in session 6).
+  m.act_stage = (opts.variant & 4194304) == 0;
+  // bits 23 / 24 / 25: the session-5 LN prologue (stats, then serial X loads) / lm_head argmax partial per tile /
+  // residual read after the reduction, instead of session 6's shorter chains (same outputs either way).
+  m.gemv_opt = ((opts.variant >> 23) & 1 ? OPT_LN_SERIAL : 0) | ((opts.variant >> 24) & 1 ? OPT_LM_PER_TILE : 0) |
+               ((opts.variant >> 25) & 1 ? OPT_NO_RESID_PF : 0);
   if (m.pf_attn && m.pf_dist == 0) m.pf_dist = (size_t)16 << 20;
   if (opts.verbose)
     std::fprintf(stderr, "cubeforge cuda: decode GEMVs: %s; L2 %d MB, prefetch %zu MB%s%s, weight loads %s%s%s\n",

@@ -36,6 +36,12 @@ struct Dyn {
 };
 
 enum Epi { EPI_QKV = 0, EPI_RESID = 1, EPI_SWIGLU = 2, EPI_LMHEAD = 3 };
+// GemvParams::opt (EngineOptions::variant bits 23..25 set them): each selects the session-5 code of one chain.
+enum GemvOpt {
+  OPT_LN_SERIAL = 1,   // LN prologue: row stats, barrier, then X loads one item at a time (2 + serial L2 trips)
+  OPT_LM_PER_TILE = 2, // lm_head: argmax partial + fence + atomic per tile (instead of once per block)
+  OPT_NO_RESID_PF = 4  // EPI_RESID: residual read after the reduction (instead of before the MMA loop)
+};
 
 // ---- cross-kernel L2 prefetch of weights ---------------------------------------------------------------------------
 // The weights a decode step reads form one stream in consumption order (engine: Impl::wstream). A kernel that reads
@@ -133,6 +139,7 @@ struct GemvParams {
   const bf16* A;       // non-LN input [R][K]: bf16 high part of the fp32 activation
   const bf16* A_lo;    // non-LN input [R][K]: bf16 low part (activation - high), used when split
   int split;           // 1: activation = hi + lo (two bf16 parts, ~16 mantissa bits); 0: hi only (bf16 operand)
+  int opt;             // OPT_* flags (session 6 chain shortenings; a set bit selects the session-5 code)
   const float* X;      // LN input [R][D] fp32
   const float* stats;  // LN input partial stats [R][NSLOT] (sum, sumsq) over 8 columns each
   float eps;
@@ -218,8 +225,10 @@ __device__ __forceinline__ void cbar() {
 
 // GEMV epilogues on the reduced tile outs[16][NT] (rows x outputs n0..n0+NT-1), run by the NW * 32 compute threads.
 template <int NTILE, int NW, int EPI, int BAR>
+// have_pre: EPI_RESID's residual (and add2) element of this thread (e = threadIdx.x, R * NT <= threads) was read
+// before the MMA loop into xpre / apre (same values; one L2 round trip less after the reduction).
 __device__ __forceinline__ void gemv_epilogue(const GemvParams& p, float* outs, int* flag, int n0, int tile,
-                                              int total) {
+                                              int total, float xpre = 0.f, float apre = 0.f, bool have_pre = false) {
   constexpr int NT = 8 * NTILE;
   const int R = p.R;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -236,9 +245,9 @@ __device__ __forceinline__ void gemv_epilogue(const GemvParams& p, float* outs, 
     for (int e = threadIdx.x; e < R * NT; e += NW * 32) {
       const int r = e / NT, c = e % NT, col = n0 + c;
       const float y = outs[r * NT + c] + bf(p.bias[col]);
-      float x = __ldcg(p.resid + (size_t)r * D + col);
+      float x = have_pre ? xpre : __ldcg(p.resid + (size_t)r * D + col);
       x = x + y;
-      if (p.add2) x = x + __ldcg(p.add2 + (size_t)r * D + col);
+      if (p.add2) x = x + (have_pre ? apre : __ldcg(p.add2 + (size_t)r * D + col));
       p.resid[(size_t)r * D + col] = x;
       if (p.save_y) p.save_y[(size_t)r * D + col] = y;
       outs[r * NT + c] = x;
@@ -290,6 +299,14 @@ __device__ __forceinline__ void gemv_epilogue(const GemvParams& p, float* outs, 
       if (ctl->write_guided && col < V) p.guided[(size_t)pp * V + col] = gv;
     }
     cbar<BAR, NW * 32>();
+    // Session 6: a block keeps a running argmax over its tiles (tile, tile + gridDim.x, ...: increasing columns) in
+    // shared memory (flag[16..23] values, flag[24..31] indices, owned by thread pp) and publishes one partial per
+    // block after its last tile, so the fence + atomic + tail barriers run once per block instead of once per
+    // tile. Combined with the same rule as the tail (larger value, then smaller index), so the token is the same.
+    // OPT_LM_PER_TILE: the session-5 order (one partial per tile).
+    const bool per_tile = (p.opt & OPT_LM_PER_TILE) != 0;
+    const int nparts = per_tile ? total : (int)gridDim.x;
+    const bool publish = per_tile || tile + (int)gridDim.x >= total;  // block-uniform
     if ((int)threadIdx.x < P) {
       const int pp = threadIdx.x;
       float best = outs[pp * NT];
@@ -299,16 +316,35 @@ __device__ __forceinline__ void gemv_epilogue(const GemvParams& p, float* outs, 
           best = outs[pp * NT + c];
           bi = n0 + c;
         }
-      p.lm_val[pp * total + tile] = best;
-      p.lm_idx[pp * total + tile] = bi;
+      if (per_tile) {
+        p.lm_val[pp * total + tile] = best;
+        p.lm_idx[pp * total + tile] = bi;
+      } else {
+        float* rv = reinterpret_cast<float*>(flag + 16);
+        int* ri = flag + 24;
+        if (tile != (int)blockIdx.x) {  // not this block's first tile: combine with its earlier tiles
+          const float v0 = rv[pp];
+          const int i0 = ri[pp];
+          if (!(best > v0 || (best == v0 && bi < i0))) {
+            best = v0;
+            bi = i0;
+          }
+        }
+        rv[pp] = best;
+        ri[pp] = bi;
+        if (publish) {
+          p.lm_val[pp * nparts + blockIdx.x] = best;
+          p.lm_idx[pp * nparts + blockIdx.x] = bi;
+        }
+      }
     }
-    if (p.tail) {
+    if (p.tail && publish) {
       // One fence by one thread after the barrier (the cooperative-groups grid-sync pattern: the barrier orders the
       // block's partial writes before thread 0's fence, which is cumulative), instead of a fence in every thread.
       cbar<BAR, NW * 32>();
       if (threadIdx.x == 0) {
         __threadfence();
-        const bool last = atomicAdd(&p.dyn->cnt_lm, 1u) == (unsigned)total - 1;
+        const bool last = atomicAdd(&p.dyn->cnt_lm, 1u) == (unsigned)nparts - 1;
         if (last) __threadfence();
         *flag = last;
       }
@@ -319,9 +355,9 @@ __device__ __forceinline__ void gemv_epilogue(const GemvParams& p, float* outs, 
           const int pp = warp;
           float best = -INFINITY;
           int bi = 0x7fffffff;
-          for (int b = lane; b < total; b += 32) {
-            const float v = __ldcg(p.lm_val + pp * total + b);
-            const int i = __ldcg(p.lm_idx + pp * total + b);
+          for (int b = lane; b < nparts; b += 32) {
+            const float v = __ldcg(p.lm_val + pp * nparts + b);
+            const int i = __ldcg(p.lm_idx + pp * nparts + b);
             if (v > best || (v == best && i < bi)) {
               best = v;
               bi = i;
@@ -352,10 +388,46 @@ __device__ __forceinline__ void gemv_epilogue(const GemvParams& p, float* outs, 
 
 // LN prologue of a GEMV: per-row mean / rstd from the producer's per-8-column partial sums (fp64), then the
 // normalised rows of X as bf16 hi rows [R][AST] followed by lo rows [R][AST] in shared memory (act).
-template <int K, int NW, int BAR>
+// Session 6: every thread requests its first G items of X (8 columns each) before the row statistics and the
+// rest G at a time, so the stats and X round trips to L2 overlap and the X loads are batched (OPT_LN_SERIAL: the
+// session-5 order: stats, barrier, then one item per L2 round trip). Same values either way.
+template <int K, int NW, int BAR, int G>
 __device__ __forceinline__ void gemv_ln_prologue(const GemvParams& p, bf16* act, float2* st, int R) {
-  constexpr int AST = K + 32;
+  constexpr int AST = K + 32, NTHR = NW * 32, K8 = K / 8;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int n = R * K8;
+  const bool serial = (p.opt & OPT_LN_SERIAL) != 0;
+  float4 xa[G], xb[G];
+  auto issue = [&](int base) {
+#pragma unroll
+    for (int i = 0; i < G; ++i) {
+      const int v = base + i * NTHR;
+      xa[i] = xb[i] = make_float4(0.f, 0.f, 0.f, 0.f);
+      if (v < n) {
+        const int r = v / K8, k8 = (v % K8) * 8;
+        xa[i] = ld_cg_f4(p.X + (size_t)r * D + k8);
+        xb[i] = ld_cg_f4(p.X + (size_t)r * D + k8 + 4);
+      }
+    }
+  };
+  auto put = [&](int v, const float4& a, const float4& b) {
+    const int r = v / K8, k8 = (v % K8) * 8;
+    const float2 m = st[r];
+    const float y[8] = {(a.x - m.x) * m.y, (a.y - m.x) * m.y, (a.z - m.x) * m.y, (a.w - m.x) * m.y,
+                        (b.x - m.x) * m.y, (b.y - m.x) * m.y, (b.z - m.x) * m.y, (b.w - m.x) * m.y};
+    uint4 o, ol;
+    o.x = pack_bf2(y[0], y[1]);
+    o.y = pack_bf2(y[2], y[3]);
+    o.z = pack_bf2(y[4], y[5]);
+    o.w = pack_bf2(y[6], y[7]);
+    ol.x = pack_bf2(y[0] - bf_lo(o.x), y[1] - bf_hi(o.x));
+    ol.y = pack_bf2(y[2] - bf_lo(o.y), y[3] - bf_hi(o.y));
+    ol.z = pack_bf2(y[4] - bf_lo(o.z), y[5] - bf_hi(o.z));
+    ol.w = pack_bf2(y[6] - bf_lo(o.w), y[7] - bf_hi(o.w));
+    *reinterpret_cast<uint4*>(act + (size_t)r * AST + k8) = o;
+    *reinterpret_cast<uint4*>(act + (size_t)(R + r) * AST + k8) = ol;
+  };
+  if (!serial) issue(threadIdx.x);
   for (int r = warp; r < R; r += NW) {
     double s = 0.0, q = 0.0;
     for (int j = lane; j < NSLOT; j += 32) {
@@ -372,24 +444,19 @@ __device__ __forceinline__ void gemv_ln_prologue(const GemvParams& p, bf16* act,
       st[r] = make_float2((float)mean, (float)(1.0 / sqrt(var + (double)p.eps)));
     }
   }
-  cbar<BAR, NW * 32>();
-  for (int v = threadIdx.x; v < R * (K / 8); v += NW * 32) {
-    const int r = v / (K / 8), k8 = (v % (K / 8)) * 8;
-    const float4 a = ld_cg_f4(p.X + (size_t)r * D + k8), b = ld_cg_f4(p.X + (size_t)r * D + k8 + 4);
-    const float2 m = st[r];
-    const float y[8] = {(a.x - m.x) * m.y, (a.y - m.x) * m.y, (a.z - m.x) * m.y, (a.w - m.x) * m.y,
-                        (b.x - m.x) * m.y, (b.y - m.x) * m.y, (b.z - m.x) * m.y, (b.w - m.x) * m.y};
-    uint4 o, ol;
-    o.x = pack_bf2(y[0], y[1]);
-    o.y = pack_bf2(y[2], y[3]);
-    o.z = pack_bf2(y[4], y[5]);
-    o.w = pack_bf2(y[6], y[7]);
-    ol.x = pack_bf2(y[0] - bf_lo(o.x), y[1] - bf_hi(o.x));
-    ol.y = pack_bf2(y[2] - bf_lo(o.y), y[3] - bf_hi(o.y));
-    ol.z = pack_bf2(y[4] - bf_lo(o.z), y[5] - bf_hi(o.z));
-    ol.w = pack_bf2(y[6] - bf_lo(o.w), y[7] - bf_hi(o.w));
-    *reinterpret_cast<uint4*>(act + (size_t)r * AST + k8) = o;
-    *reinterpret_cast<uint4*>(act + (size_t)(R + r) * AST + k8) = ol;
+  cbar<BAR, NTHR>();
+  if (serial) {
+    for (int v = threadIdx.x; v < n; v += NTHR) {
+      const int r = v / K8, k8 = (v % K8) * 8;
+      put(v, ld_cg_f4(p.X + (size_t)r * D + k8), ld_cg_f4(p.X + (size_t)r * D + k8 + 4));
+    }
+    return;
+  }
+  for (int base = threadIdx.x; base < n; base += G * NTHR) {
+    if (base != (int)threadIdx.x) issue(base);
+#pragma unroll
+    for (int i = 0; i < G; ++i)
+      if (base + i * NTHR < n) put(base + i * NTHR, xa[i], xb[i]);
   }
 }
 
@@ -555,7 +622,7 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
     off = ((size_t)2 * R * AST * 2 + 15) & ~size_t(15);  // hi rows [R][AST], then lo rows [R][AST]
     float2* st = reinterpret_cast<float2*>(smem + off);
     off += 16 * sizeof(float2);
-    gemv_ln_prologue<K, NW, 0>(p, act_w, st, R);
+    gemv_ln_prologue<K, NW, 0, (M16 ? 4 : 2)>(p, act_w, st, R);
     __syncthreads();
   } else if (p.act_smem) {
     // The input is staged in shared memory once per block. When every tile of this block has the same K range
@@ -584,6 +651,17 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
 #pragma unroll
       for (int i = 0; i < 4; ++i) acc[tt][i] = acc2[tt][i] = 0.f;
     const bool split = p.split != 0;
+    // EPI_RESID: this thread's residual element requested now, consumed in the epilogue (session 6).
+    float xpre = 0.f, apre = 0.f;
+    bool have_pre = false;
+    if constexpr (EPI == EPI_RESID) {
+      have_pre = !(p.opt & OPT_NO_RESID_PF) && R * NT <= NW * 32;
+      if (have_pre && (int)threadIdx.x < R * NT) {
+        const int r = threadIdx.x / NT, col = n0 + threadIdx.x % NT;
+        xpre = __ldcg(p.resid + (size_t)r * D + col);
+        if (p.add2) apre = __ldcg(p.add2 + (size_t)r * D + col);
+      }
+    }
 #pragma unroll
     for (int c = 0; c < CPW; ++c) {
       const int k = kbase + (c * NW + warp) * 32 + t4 * 8;
@@ -624,7 +702,7 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
       __syncthreads();
     }
 
-    gemv_epilogue<NTILE, NW, EPI, 0>(p, outs, flag, n0, tile, total);
+    gemv_epilogue<NTILE, NW, EPI, 0>(p, outs, flag, n0, tile, total, xpre, apre, have_pre);
   };
 
   // Two register sets, alternating: the next tile's weights are in flight while this one is reduced.
@@ -748,7 +826,7 @@ __global__ void __launch_bounds__(RING_THREADS, 2) gemv_ring_kernel(const GemvPa
   pdl_trigger();
   const bool split = p.split != 0;
   if constexpr (LN) {
-    gemv_ln_prologue<K, NW, 1>(p, act, st, R);
+    gemv_ln_prologue<K, NW, 1, 2>(p, act, st, R);
     cbar<1, NW * 32>();
   } else {
     if (act_s) {
