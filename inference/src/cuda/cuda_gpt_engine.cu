@@ -15,6 +15,7 @@
 #include "cubeforge/cuda_gpt.h"
 #include "gpt_generic.h"
 #include "gpt_kernels.cuh"
+#include "token_stream.h"
 
 namespace cubeforge::cuda {
 using namespace detail;
@@ -746,23 +747,9 @@ struct CudaGptEngine::Impl {
     auto it = graphs.find(key);
     if (it != graphs.end()) return it->second;
     const double t0 = now_ms();
-    CF_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    try {
+    cudaGraphExec_t exec = capture_graph(stream, [&] {
       for (int i = 0; i < steps; ++i) enqueue_step(StepKind{false, causal, topp});
-    } catch (...) {
-      cudaGraph_t g = nullptr;
-      cudaStreamEndCapture(stream, &g);
-      if (g) cudaGraphDestroy(g);
-      throw;
-    }
-    cudaGraph_t g = nullptr;
-    CF_CUDA(cudaStreamEndCapture(stream, &g));
-    cudaGraphExec_t exec = nullptr;
-    const cudaError_t e = cudaGraphInstantiate(&exec, g, 0);
-    cudaGraphDestroy(g);
-    CF_CUDA(e);
-    CF_CUDA(cudaGraphUpload(exec, stream));
-    CF_CUDA(cudaStreamSynchronize(stream));
+    });
     graphs[key] = exec;
     if (capture_ms) *capture_ms += now_ms() - t0;
     return exec;
@@ -1045,72 +1032,17 @@ std::vector<int32_t> CudaGptEngine::generate(const GenerateOptions& o, GenerateS
   m.write_ctl(c);
   m.reset_pos();
 
-  std::vector<cudaEvent_t> evs;
-  auto new_event = [&]() {
-    cudaEvent_t e;
-    CF_CUDA(cudaEventCreate(&e));
-    evs.push_back(e);
-    return e;
-  };
-  struct Chunk {
-    cudaEvent_t ev;
-    int first, count;
-  };
-  std::vector<Chunk> chunks;
-  size_t delivered = 0;
-  auto deliver = [&](const Chunk& ch) {
-    CF_CUDA(cudaEventSynchronize(ch.ev));
-    if (o.on_token) {
-      const double t = (now_ms() - t_start) / 1000.0;
-      for (int i = ch.first; i < ch.first + ch.count; ++i)
-        for (int p = 0; p < m.P; ++p)
-          o.on_token(i, p, reinterpret_cast<volatile int*>(m.h_tokens)[p * m.N + i], t);
+  // Step 0 (BOS) eagerly, then K-step graphs (or eager steps) through the shared streaming loop (token_stream.h).
+  auto launch = [&](int first, int count) {
+    if (first == 0) {
+      m.enqueue_step(StepKind{true, causal, topp});
+    } else if (o.use_graph) {
+      CF_CUDA(cudaGraphLaunch(m.graph(causal, topp, count, &st.capture_ms), m.stream));
+    } else {
+      for (int i = 0; i < count; ++i) m.enqueue_step(StepKind{false, causal, topp});
     }
   };
-  bool cancelled = false;
-  try {
-    cudaEvent_t e_start = new_event();
-    CF_CUDA(cudaEventRecord(e_start, m.stream));
-    m.enqueue_step(StepKind{true, causal, topp});
-    cudaEvent_t e0 = new_event();
-    CF_CUDA(cudaEventRecord(e0, m.stream));
-    chunks.push_back({e0, 0, 1});
-    int next = 1;
-    while (next < m.N) {
-      if (o.cancel && o.cancel->load()) {
-        cancelled = true;
-        break;
-      }
-      const int cnt = (m.N - next >= K) ? K : 1;
-      if (o.use_graph) {
-        CF_CUDA(cudaGraphLaunch(m.graph(causal, topp, cnt, &st.capture_ms), m.stream));
-      } else {
-        for (int i = 0; i < cnt; ++i) m.enqueue_step(StepKind{false, causal, topp});
-      }
-      cudaEvent_t e = new_event();
-      CF_CUDA(cudaEventRecord(e, m.stream));
-      chunks.push_back({e, next, cnt});
-      next += cnt;
-      while (chunks.size() - delivered > (size_t)std::max(1, o.queue_depth)) deliver(chunks[delivered++]);
-    }
-    while (delivered < chunks.size()) deliver(chunks[delivered++]);
-    CF_CUDA(cudaStreamSynchronize(m.stream));
-    CF_CUDA(cudaGetLastError());
-    float ms = 0;
-    cudaEventElapsedTime(&ms, e_start, chunks[0].ev);
-    st.step0_ms = ms;
-    cudaEventElapsedTime(&ms, chunks[0].ev, chunks.back().ev);
-    st.decode_ms = ms;
-    for (size_t i = 1; i < chunks.size(); ++i) {
-      cudaEventElapsedTime(&ms, chunks[i - 1].ev, chunks[i].ev);
-      st.chunk_ms.push_back(ms / chunks[i].count);
-    }
-  } catch (...) {
-    cudaStreamSynchronize(m.stream);
-    for (auto e : evs) cudaEventDestroy(e);
-    throw;
-  }
-  for (auto e : evs) cudaEventDestroy(e);
+  const bool cancelled = !stream_tokens(m.stream, m.N, m.P, m.h_tokens, o, t_start, K, launch, &st);
   st.wall_ms = now_ms() - t_start;
   if (stats) *stats = st;
   if (cancelled) throw cubeforge::Cancelled();

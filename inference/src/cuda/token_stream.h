@@ -1,8 +1,8 @@
 // Host side of a CUDA token generation, for engines whose decode step advances a device-side position and writes
 // each token into a mapped pinned ring [P][N]: launches step 0, then chunks of K steps (K-step chunks while at
 // least K remain, then single steps), records one event per chunk, keeps up to queue_depth chunks in flight, hands
-// the tokens of every finished chunk to on_token in order, and checks cancel before every launch. Used by the
-// generic-width engine (gpt_generic.cu); compiled by nvcc only. Also the graph capture helper.
+// the tokens of every finished chunk to on_token in order, and checks cancel before every launch. Used by both
+// engines (cuda_gpt_engine.cu, gpt_generic.cu); compiled by nvcc only. Also the graph capture helper.
 #pragma once
 #include <cuda_runtime.h>
 
