@@ -209,6 +209,9 @@ def run_eval(gpt, vae, clip, tok, device, seed=4242, refs_per_family=24, res=64,
     rep["worst_families"] = worst
     rep["examples"] = [dict(text=p["text"], target=names[p["family"]], predicted=names[int(pred_fam[i])],
                             iou=round(float(iou[i].max()), 3)) for i, p in enumerate(allp[:nP]) if i % 7 == 0][:60]
+    # every misclassified prompt, with the family it was taken for (what to fix next)
+    rep["misses"] = [dict(text=p["text"], target=names[p["family"]], predicted=names[int(pred_fam[i])],
+                          iou=round(float(iou[i].max()), 3)) for i, p in enumerate(allp[:nP]) if not bool(correct[i])]
     rep["eval_seconds"] = round(time.time() - t0, 1)
     return rep, grids.cpu(), allp
 
@@ -220,6 +223,8 @@ def main():
     ap.add_argument("--tiny", action="store_true", help="small CPU subset (CI): 6 families, 24^3 grid")
     ap.add_argument("--out", default=None)
     ap.add_argument("--min-family-acc", type=float, default=None)
+    ap.add_argument("--families", default=None,
+                    help="comma list: prompts of these families, classified among these families' references only")
     a = ap.parse_args()
     import export as E
     import clip_bpe
@@ -234,8 +239,11 @@ def main():
                              ref_kw=dict(n_cand=1024, G2=40, n_surface=2048))
         # CI subset: one prompt per family
     else:
-        rep, _, _ = run_eval(gpt, vae, clip, tok, a.device)
-    print(json.dumps({k: v for k, v in rep.items() if k != "examples"}, indent=1))
+        fams = [S.FAMILY_INDEX[n] for n in a.families.split(",")] if a.families else None
+        rep, _, _ = run_eval(gpt, vae, clip, tok, a.device, families=fams)
+    print(json.dumps({k: v for k, v in rep.items() if k not in ("examples", "misses")}, indent=1))
+    for m in rep["misses"]:
+        print(f"miss: '{m['text']}' ({m['target']}) -> {m['predicted']} (IoU {m['iou']})")
     if a.out:
         with open(a.out, "w") as f:
             json.dump(rep, f, indent=1)
