@@ -223,6 +223,8 @@ def main():
     ap.add_argument("--tiny", action="store_true", help="small CPU subset (CI): 6 families, 24^3 grid")
     ap.add_argument("--out", default=None)
     ap.add_argument("--min-family-acc", type=float, default=None)
+    ap.add_argument("--res", type=int, default=64, help="evaluation grid (64 = the card's metrics; 32 for CPU studies)")
+    ap.add_argument("--refs", type=int, default=24, help="reference shapes per family")
     ap.add_argument("--families", default=None,
                     help="comma list: prompts of these families, classified among these families' references only")
     a = ap.parse_args()
@@ -240,7 +242,7 @@ def main():
         # CI subset: one prompt per family
     else:
         fams = [S.FAMILY_INDEX[n] for n in a.families.split(",")] if a.families else None
-        rep, _, _ = run_eval(gpt, vae, clip, tok, a.device, families=fams)
+        rep, _, _ = run_eval(gpt, vae, clip, tok, a.device, families=fams, res=a.res, refs_per_family=a.refs)
     print(json.dumps({k: v for k, v in rep.items() if k not in ("examples", "misses")}, indent=1))
     for m in rep["misses"]:
         print(f"miss: '{m['text']}' ({m['target']}) -> {m['predicted']} (IoU {m['iou']})")
