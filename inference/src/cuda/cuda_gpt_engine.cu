@@ -984,26 +984,13 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
 double CudaGptEngine::prefill(const float* cond, int rows, bool cfg) {
   if (generic_) return generic_->prefill(cond, rows, cfg);
   Impl& m = *impl_;
-  if (rows < 1 || rows > m.Rmax) throw cubeforge::Error("CUDA GPT prefill: rows must be in [1, max_batch_rows]");
-  if (cfg && rows % 2) throw cubeforge::Error("CUDA GPT prefill: with CFG rows must be even (cond then uncond)");
-  const int P = cfg ? rows / 2 : rows;
-  if (P > MAXP) throw cubeforge::Error("CUDA GPT prefill: at most 8 prompts/variations");
+  const int P = prefill_prompts(rows, cfg, m.Rmax, MAXP);
   m.R = rows;
   m.P = P;
   m.cfg_on = cfg;
   m.prefilled = false;
-  cudaEvent_t e0, e1;
-  CF_CUDA(cudaEventCreate(&e0));
-  CF_CUDA(cudaEventCreate(&e1));
   CF_CUDA(cudaMemcpyAsync(m.pc, cond, (size_t)rows * m.s * D * 4, cudaMemcpyHostToDevice, m.stream));
-  CF_CUDA(cudaEventRecord(e0, m.stream));
-  m.run_cond_stream();
-  CF_CUDA(cudaEventRecord(e1, m.stream));
-  CF_CUDA(cudaStreamSynchronize(m.stream));
-  float ms = 0;
-  cudaEventElapsedTime(&ms, e0, e1);
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
+  const float ms = timed_on_stream(m.stream, [&] { m.run_cond_stream(); });
   m.prefilled = true;
   m.tf_step = 0;
   return ms;
@@ -1056,9 +1043,7 @@ std::vector<float> CudaGptEngine::step_logits(const std::vector<int32_t>& feed, 
                                               SingleBlockAttention mode, bool use_graph, std::vector<int32_t>* argmax) {
   if (generic_) return generic_->step_logits(feed, guidance, mode, use_graph, argmax);
   Impl& m = *impl_;
-  if (!m.prefilled || m.tf_step < 0) throw cubeforge::Error("CUDA GPT step_logits: call prefill() first");
-  if ((int)feed.size() != m.P) throw cubeforge::Error("CUDA GPT step_logits: one token per variation");
-  if (m.tf_step >= m.N) throw cubeforge::Error("CUDA GPT step_logits: all N steps done");
+  check_teacher_forcing(m.prefilled, m.tf_step, m.N, feed.size(), m.P);
   const bool causal = mode == SingleBlockAttention::Causal;
   Ctl c = m.make_ctl(guidance);
   c.forced = 1;

@@ -479,33 +479,13 @@ std::unique_ptr<GenericGptEngine> GenericGptEngine::create(const GptConfig& cfg,
 
 double GenericGptEngine::prefill(const float* cond, int rows, bool cfg) {
   Impl& m = *impl_;
-  if (rows < 1 || rows > m.Rmax) throw cubeforge::Error("CUDA GPT prefill: rows must be in [1, max_batch_rows]");
-  if (cfg && rows % 2) throw cubeforge::Error("CUDA GPT prefill: with CFG rows must be even (cond then uncond)");
-  const int P = cfg ? rows / 2 : rows;
-  if (P > kMaxP) throw cubeforge::Error("CUDA GPT prefill: at most 8 prompts/variations");
+  const int P = detail::prefill_prompts(rows, cfg, m.Rmax, kMaxP);
   m.R = rows;
   m.P = P;
   m.cfg_on = cfg;
   m.prefilled = false;
-  cudaEvent_t e0, e1;
-  CF_CUDA(cudaEventCreate(&e0));
-  CF_CUDA(cudaEventCreate(&e1));
-  try {
-    CF_CUDA(cudaMemcpyAsync(m.c, cond, (size_t)rows * m.s * m.D * 4, cudaMemcpyHostToDevice, m.stream));
-    CF_CUDA(cudaEventRecord(e0, m.stream));
-    m.run_cond_stream();
-    CF_CUDA(cudaEventRecord(e1, m.stream));
-    CF_CUDA(cudaStreamSynchronize(m.stream));
-  } catch (...) {
-    cudaStreamSynchronize(m.stream);
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
-    throw;
-  }
-  float ms = 0;
-  cudaEventElapsedTime(&ms, e0, e1);
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
+  CF_CUDA(cudaMemcpyAsync(m.c, cond, (size_t)rows * m.s * m.D * 4, cudaMemcpyHostToDevice, m.stream));
+  const float ms = detail::timed_on_stream(m.stream, [&] { m.run_cond_stream(); });
   m.prefilled = true;
   m.tf_step = 0;
   return ms;
@@ -543,9 +523,7 @@ std::vector<float> GenericGptEngine::step_logits(const std::vector<int32_t>& fee
                                                  SingleBlockAttention mode, bool use_graph,
                                                  std::vector<int32_t>* argmax) {
   Impl& m = *impl_;
-  if (!m.prefilled || m.tf_step < 0) throw cubeforge::Error("CUDA GPT step_logits: call prefill() first");
-  if ((int)feed.size() != m.P) throw cubeforge::Error("CUDA GPT step_logits: one token per variation");
-  if (m.tf_step >= m.N) throw cubeforge::Error("CUDA GPT step_logits: all N steps done");
+  detail::check_teacher_forcing(m.prefilled, m.tf_step, m.N, feed.size(), m.P);
   for (int32_t t : feed)
     if (t < 0 || t >= m.V) throw cubeforge::Error("CUDA GPT step_logits: token id out of range");
   const bool causal = mode == SingleBlockAttention::Causal;

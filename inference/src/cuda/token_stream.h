@@ -2,7 +2,8 @@
 // each token into a mapped pinned ring [P][N]: launches step 0, then chunks of K steps (K-step chunks while at
 // least K remain, then single steps), records one event per chunk, keeps up to queue_depth chunks in flight, hands
 // the tokens of every finished chunk to on_token in order, and checks cancel before every launch. Used by both
-// engines (cuda_gpt_engine.cu, gpt_generic.cu); compiled by nvcc only. Also the graph capture helper.
+// engines (cuda_gpt_engine.cu, gpt_generic.cu); compiled by nvcc only. Also the graph capture helper and the
+// prefill / teacher-forcing checks and timing both engines share.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -42,6 +43,53 @@ inline cudaGraphExec_t capture_graph(cudaStream_t stream, const std::function<vo
   CF_CUDA(cudaGraphUpload(exec, stream));
   CF_CUDA(cudaStreamSynchronize(stream));
   return exec;
+}
+
+// prefill()'s row checks for an engine of max_rows rows: returns the number of prompts/variations P (rows / 2 with
+// CFG: cond rows then uncond rows).
+inline int prefill_prompts(int rows, bool cfg, int max_rows, int max_prompts) {
+  if (rows < 1 || rows > max_rows) throw cubeforge::Error("CUDA GPT prefill: rows must be in [1, max_batch_rows]");
+  if (cfg && rows % 2) throw cubeforge::Error("CUDA GPT prefill: with CFG rows must be even (cond then uncond)");
+  const int P = cfg ? rows / 2 : rows;
+  if (P > max_prompts) throw cubeforge::Error("CUDA GPT prefill: at most 8 prompts/variations");
+  return P;
+}
+
+// GPU time of what work() enqueues on `stream`, between two events; waits for the stream. On an exception the
+// stream is synchronized and the events are destroyed before it propagates.
+template <class Work>
+float timed_on_stream(cudaStream_t stream, Work&& work) {
+  cudaEvent_t e0, e1;
+  CF_CUDA(cudaEventCreate(&e0));
+  const cudaError_t created = cudaEventCreate(&e1);
+  if (created != cudaSuccess) {
+    cudaEventDestroy(e0);
+    CF_CUDA(created);
+  }
+  try {
+    CF_CUDA(cudaEventRecord(e0, stream));
+    work();
+    CF_CUDA(cudaEventRecord(e1, stream));
+    CF_CUDA(cudaStreamSynchronize(stream));
+  } catch (...) {
+    cudaStreamSynchronize(stream);
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    throw;
+  }
+  float ms = 0;
+  cudaEventElapsedTime(&ms, e0, e1);
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  return ms;
+}
+
+// step_logits()'s preconditions: a prefill with no generate() since (tf_step >= 0), one token per variation, and a
+// step left.
+inline void check_teacher_forcing(bool prefilled, int tf_step, int N, size_t feed_size, int P) {
+  if (!prefilled || tf_step < 0) throw cubeforge::Error("CUDA GPT step_logits: call prefill() first");
+  if ((int)feed_size != P) throw cubeforge::Error("CUDA GPT step_logits: one token per variation");
+  if (tf_step >= N) throw cubeforge::Error("CUDA GPT step_logits: all N steps done");
 }
 
 // launch(first, count) enqueues decode steps first .. first + count - 1 on `stream`. Fills step0_ms, decode_ms and
