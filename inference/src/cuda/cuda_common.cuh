@@ -3,8 +3,10 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "cubeforge/error.h"
 
@@ -22,6 +24,41 @@ typedef __nv_bfloat16 bf16;
     cudaError_t cf_e_ = (call);                                                            \
     if (cf_e_ != cudaSuccess) ::cubeforge::cuda::detail::throw_cuda(cf_e_, #call, __FILE__, __LINE__); \
   } while (0)
+
+// The device allocations of one engine: alloc() fails with the engine's name, the size asked for and the GPU's free
+// memory ("the GPU is too small or busy"); bytes() is their total (at least 16 bytes each); all are freed with it.
+class DeviceAllocations {
+ public:
+  explicit DeviceAllocations(const char* owner) : owner_(owner) {}
+  ~DeviceAllocations() {
+    for (void* p : ptrs_) cudaFree(p);
+  }
+  DeviceAllocations(const DeviceAllocations&) = delete;
+  DeviceAllocations& operator=(const DeviceAllocations&) = delete;
+
+  template <typename T>
+  T* alloc(size_t count) {
+    void* p = nullptr;
+    const size_t bytes = std::max<size_t>(count * sizeof(T), 16);
+    if (cudaMalloc(&p, bytes) != cudaSuccess) {
+      cudaGetLastError();
+      size_t fr = 0, tot = 0;
+      cudaMemGetInfo(&fr, &tot);
+      throw cubeforge::Error(std::string(owner_) + ": cannot allocate " + std::to_string(bytes >> 20) +
+                             " MiB on the GPU (" + std::to_string(fr >> 20) + " MiB free of " +
+                             std::to_string(tot >> 20) + " MiB): the GPU is too small or busy");
+    }
+    ptrs_.push_back(p);
+    bytes_ += bytes;
+    return static_cast<T*>(p);
+  }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  const char* owner_;
+  std::vector<void*> ptrs_;
+  size_t bytes_ = 0;
+};
 
 // Launch with (optionally) programmatic dependent launch: the kernel may start while its predecessor in the
 // stream still runs; it must call pdl_wait() before reading anything the predecessor writes.

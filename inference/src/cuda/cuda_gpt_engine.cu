@@ -164,8 +164,8 @@ struct CudaGptEngine::Impl {
   int N = 0, s = 0, Rmax = 0, L = 0, Vs = 0, V = 0, Tdual = 0, maxs_dual = 0, maxs_single = 0;
   cudaStream_t stream = nullptr;
   cublasHandle_t blas = nullptr;
-  std::vector<void*> allocs;
-  size_t total_bytes = 0, weights_bytes = 0, kv_bytes = 0;
+  DeviceAllocations mem{"CUDA GPT"};  // every device buffer; mem.bytes() is the VRAM reported
+  size_t weights_bytes = 0, kv_bytes = 0;
   std::string dev_name;
 
   std::vector<LayerW> layers;
@@ -228,26 +228,13 @@ struct CudaGptEngine::Impl {
   ~Impl() {
     for (auto& kv : graphs) cudaGraphExecDestroy(kv.second);
     if (h_tokens) cudaFreeHost(h_tokens);
-    for (void* p : allocs) cudaFree(p);
     if (blas) cublasDestroy(blas);
     if (stream) cudaStreamDestroy(stream);
   }
 
   template <typename T>
   T* dalloc(size_t count) {
-    void* p = nullptr;
-    const size_t bytes = std::max<size_t>(count * sizeof(T), 16);
-    cudaError_t e = cudaMalloc(&p, bytes);
-    if (e != cudaSuccess) {
-      size_t fr = 0, tot = 0;
-      cudaMemGetInfo(&fr, &tot);
-      throw cubeforge::Error("CUDA GPT: cannot allocate " + std::to_string(bytes >> 20) + " MiB on the GPU (" +
-                             std::to_string(fr >> 20) + " MiB free of " + std::to_string(tot >> 20) +
-                             " MiB): the GPU is too small or busy");
-    }
-    allocs.push_back(p);
-    total_bytes += bytes;
-    return static_cast<T*>(p);
+    return mem.alloc<T>(count);
   }
 
   bf16* kc_layer(bf16* base, int l) const { return base + (size_t)l * Rmax * H * Tdual * HD; }
@@ -977,7 +964,7 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
                  "cubeforge cuda: %s: weights %.2f GiB (bf16 arena, wte fp32), KV cache %.2f GiB for %d rows, "
                  "total VRAM %.2f GiB; loaded in %.1f s\n",
                  m.dev_name.c_str(), m.weights_bytes / 1073741824.0, m.kv_bytes / 1073741824.0, m.Rmax,
-                 m.total_bytes / 1073741824.0, (now_ms() - t0) / 1000.0);
+                 m.mem.bytes() / 1073741824.0, (now_ms() - t0) / 1000.0);
   return e;
 }
 
@@ -1085,7 +1072,7 @@ std::vector<float> CudaGptEngine::step_logits(const std::vector<int32_t>& feed, 
   return out;
 }
 
-size_t CudaGptEngine::vram_bytes() const { return generic_ ? generic_->vram_bytes() : impl_->total_bytes; }
+size_t CudaGptEngine::vram_bytes() const { return generic_ ? generic_->vram_bytes() : impl_->mem.bytes(); }
 size_t CudaGptEngine::weight_bytes() const { return generic_ ? generic_->weight_bytes() : impl_->weights_bytes; }
 int CudaGptEngine::rows() const { return generic_ ? generic_->rows() : impl_->R; }
 int CudaGptEngine::num_tokens() const { return generic_ ? generic_->num_tokens() : impl_->N; }

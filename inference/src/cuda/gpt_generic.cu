@@ -20,6 +20,7 @@ using namespace generic;
 
 namespace {
 
+using detail::DeviceAllocations;
 using detail::host_ms;
 double now_ms() { return host_ms(); }
 
@@ -52,8 +53,8 @@ struct GenericGptEngine::Impl {
   int D = 0, H = 0, hd = 0, F = 0, L = 0, S = 0, N = 0, s = 0, Rmax = 0, Vs = 0, V = 0, Tdual = 0, Tsingle = 0;
   float scale = 1;
   cudaStream_t stream = nullptr;
-  std::vector<void*> allocs;
-  size_t total_bytes = 0, weights_bytes = 0;
+  DeviceAllocations mem{"CUDA GPT (generic)"};  // every device buffer; mem.bytes() is the VRAM reported
+  size_t weights_bytes = 0;
   std::string dev_name;
   int smem_optin = 0, nsm = 132;
   size_t select_smem_topp = 0;
@@ -81,25 +82,12 @@ struct GenericGptEngine::Impl {
   ~Impl() {
     for (auto& kv : graphs) cudaGraphExecDestroy(kv.second);
     if (h_tokens) cudaFreeHost(h_tokens);
-    for (void* p : allocs) cudaFree(p);
     if (stream) cudaStreamDestroy(stream);
   }
 
   template <typename T>
   T* dalloc(size_t count) {
-    void* p = nullptr;
-    const size_t bytes = std::max<size_t>(count * sizeof(T), 16);
-    if (cudaMalloc(&p, bytes) != cudaSuccess) {
-      cudaGetLastError();
-      size_t fr = 0, tot = 0;
-      cudaMemGetInfo(&fr, &tot);
-      throw cubeforge::Error("CUDA GPT (generic): cannot allocate " + std::to_string(bytes >> 20) + " MiB on the GPU (" +
-                             std::to_string(fr >> 20) + " MiB free of " + std::to_string(tot >> 20) +
-                             " MiB): the GPU is too small or busy");
-    }
-    allocs.push_back(p);
-    total_bytes += bytes;
-    return static_cast<T*>(p);
+    return mem.alloc<T>(count);
   }
   float* cache_of(float* base, int layer, int T) const { return base + (size_t)layer * Rmax * T * D; }
 
@@ -473,7 +461,7 @@ std::unique_ptr<GenericGptEngine> GenericGptEngine::create(const GptConfig& cfg,
                  "cubeforge cuda: %s: generic kernels (n_embd %d, %d heads of %d, %d dual + %d single blocks, "
                  "vocab %d): weights %.1f MiB (bf16, norms and wte fp32), total VRAM %.1f MiB; loaded in %.2f s\n",
                  m.dev_name.c_str(), m.D, m.H, m.hd, m.L, m.S, m.Vs, m.weights_bytes / 1048576.0,
-                 m.total_bytes / 1048576.0, (now_ms() - t0) / 1000.0);
+                 m.mem.bytes() / 1048576.0, (now_ms() - t0) / 1000.0);
   return e;
 }
 
@@ -541,7 +529,7 @@ std::vector<float> GenericGptEngine::step_logits(const std::vector<int32_t>& fee
   return out;
 }
 
-size_t GenericGptEngine::vram_bytes() const { return impl_->total_bytes; }
+size_t GenericGptEngine::vram_bytes() const { return impl_->mem.bytes(); }
 size_t GenericGptEngine::weight_bytes() const { return impl_->weights_bytes; }
 int GenericGptEngine::rows() const { return impl_->R; }
 int GenericGptEngine::num_tokens() const { return impl_->N; }
