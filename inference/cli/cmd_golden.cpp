@@ -1,7 +1,8 @@
 // `cubeforge-gen golden DIR NAME`: runs a golden case through the library and prints one line per tensor,
 // then `golden NAME: max_rel_err=X tokens=match|mismatch`. Exit 0 only when every check holds.
 // `--backend cuda`: the GPT stage of the case through the CUDA path instead (cuda_golden.h: bf16 tolerance 2e-2 on
-// the teacher-forced logits, identical greedy tokens), then `golden NAME (cuda): logits_rel_err=X tokens=...`.
+// the teacher-forced logits, identical greedy tokens) and CLIP through the CUDA text encoder (fp32, 1e-4), then
+// `golden NAME (cuda): logits_rel_err=X tokens=... clip_rel_err=Y`.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
@@ -16,9 +17,10 @@ int run_cuda(const std::string& dir, const std::string& name) {
   const auto r = cubeforge::run_golden_cuda(dir, name);
   for (const auto& l : r.lines) std::printf("  %s\n", l.c_str());
   std::printf("golden %s (cuda, %s): logits_rel_err=%.3e worst_step=%.3e causal_rel_err=%.3e vs_cpu=%.3e "
-              "argmax=%d/%d tokens=%s\n",
+              "argmax=%d/%d tokens=%s clip_rel_err=%.3e\n",
               name.c_str(), r.engine.c_str(), r.logits_rel_err, r.worst_step_rel_err, r.causal_rel_err,
-              r.vs_cpu_rel_err, r.argmax_agree, r.steps, r.tokens_match_graph && r.tokens_match_eager ? "match" : "mismatch");
+              r.vs_cpu_rel_err, r.argmax_agree, r.steps, r.tokens_match_graph && r.tokens_match_eager ? "match" : "mismatch",
+              r.clip_rel_err);
   return r.ok() ? 0 : 1;
 #else
   std::fprintf(stderr, "golden %s (cuda): this build has no CUDA backend\n", name.c_str());

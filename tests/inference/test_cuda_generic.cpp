@@ -9,19 +9,10 @@
 #include "cubeforge/cuda_golden.h"
 #include "cubeforge/cuda_gpt.h"
 #include "cubeforge/error.h"
+#include "require_gpu.h"
 #include "test_paths.h"
 
 namespace {
-
-#ifdef CUBEFORGE_HAVE_CUDA
-#define CF_REQUIRE_GPU()                                                             \
-  do {                                                                               \
-    std::string why_;                                                                \
-    if (!cubeforge::cuda::cuda_available(&why_)) GTEST_SKIP() << "no usable GPU: " << why_; \
-  } while (0)
-#else
-#define CF_REQUIRE_GPU() GTEST_SKIP() << "this build has no CUDA backend (CUBEFORGE_HAVE_CUDA unset)"
-#endif
 
 class CudaGenericGolden : public ::testing::TestWithParam<const char*> {};
 

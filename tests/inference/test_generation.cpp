@@ -353,6 +353,62 @@ TEST_F(GenerationTest, ShapeBackendIsUsedAndFailuresFallBackToCpu) {
   EXPECT_EQ(model_->shape_backend_name(), "cpu");
 }
 
+// The text-tower backend hook (the CUDA text encoder in CUDA builds): used when attached, CPU fall-back on failure.
+class FakeTextBackend : public TextBackend {
+ public:
+  bool fail = false;
+  int calls = 0;
+  size_t width = 0;
+  std::string name() const override { return "fake-gpu-text"; }
+  void encode(const std::vector<int64_t>&, const std::vector<int64_t>&, int B, std::vector<float>& h) override {
+    ++calls;
+    if (fail) throw Error("device lost");
+    h.assign(size_t(B) * 77 * width, 0.25f);
+  }
+};
+
+TEST_F(GenerationTest, TextBackendIsUsedAndFailuresFallBackToCpu) {
+  GenerationRequest req;
+  req.prompt = "a small red chair";
+  const auto cpu = model_->generate_tokens(req);  // also caches CLIP("") from the CPU path
+  EXPECT_EQ(cpu.stats.text_backend, "cpu");
+  std::vector<int64_t> ids(77, 49407), mask(77, 0);
+  ids[0] = 49406;
+  mask[0] = mask[1] = 1;
+  std::vector<float> cpu_h, h;
+  std::string used;
+  model_->encode_text(ids, mask, 1, cpu_h, nullptr, &used);
+  EXPECT_EQ(used, "cpu");
+  ASSERT_EQ(cpu_h.size() % 77, 0u);
+
+  auto owned = std::make_unique<FakeTextBackend>();
+  FakeTextBackend* fake = owned.get();
+  fake->width = cpu_h.size() / 77;
+  model_->set_text_backend(std::move(owned));
+  EXPECT_EQ(model_->text_backend_name(), "fake-gpu-text");
+  model_->encode_text(ids, mask, 1, h, nullptr, &used);
+  EXPECT_EQ(used, "fake-gpu-text");
+  EXPECT_EQ(h, std::vector<float>(cpu_h.size(), 0.25f));
+  const auto gpu = model_->generate_tokens(req);
+  EXPECT_EQ(gpu.stats.text_backend, "fake-gpu-text");
+  EXPECT_EQ(fake->calls, 2);
+  std::vector<float> embeds;  // the pooled projection exists on the CPU path only
+  model_->encode_text(ids, mask, 1, h, &embeds, &used);
+  EXPECT_EQ(used, "cpu");
+  EXPECT_EQ(h, cpu_h);
+
+  fake->fail = true;
+  model_->encode_text(ids, mask, 1, h, nullptr, &used);
+  EXPECT_EQ(h, cpu_h);
+  EXPECT_EQ(used.rfind("cpu (GPU failed: device lost", 0), 0u) << used;
+  const auto after = model_->generate_tokens(req);
+  EXPECT_EQ(after.tokens, cpu.tokens);
+  EXPECT_EQ(after.stats.text_backend.rfind("cpu (GPU failed", 0), 0u) << after.stats.text_backend;
+
+  model_->set_token_backend(nullptr);  // the CPU token loop drops the GPU text tower too
+  EXPECT_EQ(model_->text_backend_name(), "cpu");
+}
+
 TEST(ModelFilesTest, MissingAndCorruptFilesAreNamed) {
   auto dir = cftest::temp_dir("badmodel");
   EXPECT_NE(error_of([&] { ModelFiles::from_directory((dir / "nope").string()); }).find("does not exist"), std::string::npos);

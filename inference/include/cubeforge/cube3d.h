@@ -69,10 +69,24 @@ class ShapeBackend {
   virtual Mesh preview_mesh(const std::vector<int>& prefix, int resolution_base, const AdaptiveOptions& grid,
                             const CancelToken* cancel) = 0;
 };
+// An accelerated CLIP text tower (the CUDA backend provides one, cuda_text.h): ids/mask [B,77] → last_hidden
+// [B,77,H], the CPU ClipTextModel's computation. Attached with the GPU shape stage when a CUDA token backend is set;
+// any exception makes that call run on the CPU (message on stderr, GenerationStats::text_backend). Set
+// CUBEFORGE_TEXT_BACKEND=cpu to keep CLIP on the CPU.
+class TextBackend {
+ public:
+  virtual ~TextBackend() = default;
+  virtual std::string name() const = 0;
+  virtual void encode(const std::vector<int64_t>& ids, const std::vector<int64_t>& mask, int B,
+                      std::vector<float>& last_hidden) = 0;
+};
+
 class Cube3D;
 // nullptr (with *why) when unusable; never throws.
 using ShapeBackendFactory = std::unique_ptr<ShapeBackend> (*)(const Cube3D& model, std::string* why);
 void register_shape_backend_factory(ShapeBackendFactory factory);
+using TextBackendFactory = std::unique_ptr<TextBackend> (*)(const Cube3D& model, std::string* why);
+void register_text_backend_factory(TextBackendFactory factory);
 
 // Threads used by the CPU path (OpenMP + OpenBLAS); 0 = every core.
 void set_cpu_threads(int n);
@@ -111,11 +125,17 @@ class Cube3D {
   // The shape stage's backend (set_token_backend attaches the GPU one when it can): nullptr = CPU.
   void set_shape_backend(std::unique_ptr<ShapeBackend> backend);
   std::string shape_backend_name() const;
+  // CLIP's backend (set_token_backend attaches the GPU one when it can): nullptr = CPU.
+  void set_text_backend(std::unique_ptr<TextBackend> backend);
+  std::string text_backend_name() const;
+  const ClipTextModel& clip_model() const { return *clip_; }
 
   // Lower level, used by the golden runner and tests.
-  // CLIP on pre-tokenized rows: ids/mask [B,77] → last_hidden [B,77,H] (text_embeds [B,P] when non-null).
+  // CLIP on pre-tokenized rows: ids/mask [B,77] → last_hidden [B,77,H] (text_embeds [B,P] when non-null: CPU only).
+  // Runs on the text backend when one is attached (and no text_embeds are asked for); *used (optional) names the
+  // backend that ran it: "cuda (...)", "cpu" or "cpu (GPU failed: ...)".
   void encode_text(const std::vector<int64_t>& ids, const std::vector<int64_t>& mask, int B, std::vector<float>& last_hidden,
-                   std::vector<float>* text_embeds = nullptr) const;
+                   std::vector<float>* text_embeds = nullptr, std::string* used = nullptr) const;
   // cond [B, s, D] from last_hidden [B,77,H]; bbox [B,3] or empty (zeros).
   std::vector<float> make_cond(const std::vector<float>& last_hidden, const std::vector<float>& bbox, int B) const;
   // Token loop on a prepared cond. teacher (optional): force these ids instead of choosing (logits still reported).
@@ -137,15 +157,20 @@ class Cube3D {
   std::unique_ptr<GptState> state_;
   std::unique_ptr<TokenBackend> backend_;
   std::unique_ptr<ShapeBackend> shape_backend_;
+  std::unique_ptr<TextBackend> text_backend_;
   std::vector<float> uncond_hidden_;  // CLIP("") computed once
   std::unordered_set<std::string> known_words_;
 };
 
 #ifdef CUBEFORGE_HAVE_CUDA
-// CUDA builds (users of cubeforge_cuda): the GPU shape stage registers itself (defined in src/cuda/).
+// CUDA builds (users of cubeforge_cuda): the GPU shape stage and text tower register themselves (src/cuda/).
 std::unique_ptr<ShapeBackend> make_cuda_shape_backend(const Cube3D& model, std::string* why);
 namespace detail {
 inline const bool cuda_shape_backend_registered = (register_shape_backend_factory(&make_cuda_shape_backend), true);
+}
+std::unique_ptr<TextBackend> make_cuda_text_backend(const Cube3D& model, std::string* why);
+namespace detail {
+inline const bool cuda_text_backend_registered = (register_text_backend_factory(&make_cuda_text_backend), true);
 }
 #endif
 

@@ -94,6 +94,7 @@ struct GenerationStats {
   std::vector<std::string> unknown_words;  // prompt words not in the model's known-word list (when it ships one)
   std::string backend = "cpu";
   std::string shape_backend = "cpu";  // tokens → mesh: "cuda (...)", "cpu", or "cpu (GPU failed: ...)"
+  std::string text_backend = "cpu";   // CLIP of the prompt: "cuda (...)", "cpu", or "cpu (GPU failed: ...)"
   // Shape stage (tokens → mesh).
   double latent_ms = 0, occupancy_ms = 0, meshing_ms = 0, cleanup_ms = 0;
   size_t points_evaluated = 0, points_dense = 0;

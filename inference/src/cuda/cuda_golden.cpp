@@ -200,6 +200,24 @@ CudaGoldenReport run_golden_cuda(const std::string& dir, const std::string& name
     r.lines.push_back(fmt("cancel after 3 tokens: %s; next generate: %s", threw ? "Cancelled" : "NOT cancelled",
                           first_mismatch(after) == N ? "all tokens, golden" : "wrong tokens"));
   }
+
+  {  // the text tower on the GPU (fp32): both golden rows (prompt, empty prompt)
+    const auto ids = io.to_i64("clip_input_ids", {B, 77});
+    const auto mask = io.to_i64("clip_attention_mask", {B, 77});
+    const auto ref_hidden = io.to_f32("clip_last_hidden_state");
+    std::string why = "unknown reason";
+    auto text = make_cuda_text_backend(*model, &why);
+    if (!text) throw Error("golden " + name + " (cuda): CUDA text encoder unavailable: " + why);
+    std::vector<float> gpu, cpu;
+    text->encode(ids, mask, B, gpu);
+    model->encode_text(ids, mask, B, cpu);  // no text backend attached: the CPU path
+    r.clip_rel_err = gpu.size() == ref_hidden.size() ? relative_l2(gpu.data(), ref_hidden.data(), gpu.size()) : INFINITY;
+    r.clip_vs_cpu_rel_err = gpu.size() == cpu.size() ? relative_l2(gpu.data(), cpu.data(), gpu.size()) : INFINITY;
+    r.lines.push_back(fmt("CUDA text encoder (fp32) vs clip_last_hidden_state: rel L2 %.3e (vs CPU path %.3e)  "
+                          "[tolerance %.0e] %s",
+                          r.clip_rel_err, r.clip_vs_cpu_rel_err, kCudaGoldenClipTolerance,
+                          r.clip_rel_err < kCudaGoldenClipTolerance ? "ok" : "FAIL"));
+  }
   return r;
 }
 

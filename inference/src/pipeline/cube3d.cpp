@@ -92,13 +92,30 @@ ShapeBackendFactory& shape_backend_factory() {
 }
 }  // namespace
 void register_shape_backend_factory(ShapeBackendFactory factory) { shape_backend_factory() = factory; }
+namespace {
+TextBackendFactory& text_backend_factory() {
+  static TextBackendFactory f = nullptr;
+  return f;
+}
+bool env_says_cpu(const char* var) {
+  const char* v = std::getenv(var);
+  return v && std::string(v) == "cpu";
+}
+}  // namespace
+void register_text_backend_factory(TextBackendFactory factory) { text_backend_factory() = factory; }
 
 void Cube3D::set_token_backend(std::unique_ptr<TokenBackend> backend) {
   backend_ = std::move(backend);
-  // The GPU shape stage follows the CUDA token loop (one switch for front ends: enable_best_backend).
+  // The GPU shape stage and text tower follow the CUDA token loop (one switch for front ends: enable_best_backend).
   const bool cuda = backend_ && backend_->name().rfind("cuda", 0) == 0;
-  const char* pref = std::getenv("CUBEFORGE_SHAPE_BACKEND");
-  if (!cuda || !shape_backend_factory() || (pref && std::string(pref) == "cpu")) {
+  if (!cuda || !text_backend_factory() || env_says_cpu("CUBEFORGE_TEXT_BACKEND")) {
+    text_backend_.reset();
+  } else if (!text_backend_) {
+    std::string why = "unknown reason";
+    text_backend_ = text_backend_factory()(*this, &why);
+    if (!text_backend_) std::fprintf(stderr, "GPU text encoder unavailable (%s); CLIP runs on the CPU\n", why.c_str());
+  }
+  if (!cuda || !shape_backend_factory() || env_says_cpu("CUBEFORGE_SHAPE_BACKEND")) {
     shape_backend_.reset();
     return;
   }
@@ -110,6 +127,8 @@ void Cube3D::set_token_backend(std::unique_ptr<TokenBackend> backend) {
 std::string Cube3D::backend_name() const { return backend_ ? backend_->name() : "cpu"; }
 void Cube3D::set_shape_backend(std::unique_ptr<ShapeBackend> backend) { shape_backend_ = std::move(backend); }
 std::string Cube3D::shape_backend_name() const { return shape_backend_ ? shape_backend_->name() : "cpu"; }
+void Cube3D::set_text_backend(std::unique_ptr<TextBackend> backend) { text_backend_ = std::move(backend); }
+std::string Cube3D::text_backend_name() const { return text_backend_ ? text_backend_->name() : "cpu"; }
 
 Cube3D::~Cube3D() = default;
 
@@ -161,9 +180,21 @@ std::vector<std::string> Cube3D::unknown_words(const std::string& prompt) const 
 }
 
 void Cube3D::encode_text(const std::vector<int64_t>& ids, const std::vector<int64_t>& mask, int B,
-                         std::vector<float>& last_hidden, std::vector<float>* text_embeds) const {
+                         std::vector<float>& last_hidden, std::vector<float>* text_embeds, std::string* used) const {
   const int T = 77;
   if (ids.size() != size_t(B) * T || mask.size() != size_t(B) * T) throw Error("CLIP input must be [B, 77] ids and mask");
+  if (used) *used = "cpu";
+  if (text_backend_ && !text_embeds) {
+    try {
+      text_backend_->encode(ids, mask, B, last_hidden);
+      if (used) *used = text_backend_->name();
+      return;
+    } catch (const std::exception& e) {
+      // A bad request (token id, mask) fails the same way on the CPU below; a GPU fault is said and survived.
+      std::fprintf(stderr, "GPU text encoder failed (%s); running CLIP on the CPU\n", e.what());
+      if (used) *used = std::string("cpu (GPU failed: ") + e.what() + ")";
+    }
+  }
   last_hidden.assign(size_t(B) * T * clip_->hidden(), 0.0f);
   if (text_embeds) text_embeds->assign(size_t(B) * clip_->config().projection_dim, 0.0f);
   clip_->forward(ids.data(), mask.data(), B, T, last_hidden.data(), text_embeds ? text_embeds->data() : nullptr);
@@ -234,9 +265,10 @@ TokenResult Cube3D::generate_tokens(const GenerationRequest& req, const TokenCal
   const bool cfg_on = req.guidance > 0;
   const int B = cfg_on ? 2 : 1;
   std::vector<float> hidden;
-  encode_text(enc.input_ids, enc.attention_mask, 1, hidden);
+  std::string text_backend;
+  encode_text(enc.input_ids, enc.attention_mask, 1, hidden, nullptr, &text_backend);
   if (cfg_on) {
-    if (uncond_hidden_.empty()) {
+    if (uncond_hidden_.empty()) {  // computed once; CPU and GPU agree to fp32 rounding (cuda_text.h)
       auto empty = tokenizer_->encode("");
       encode_text(empty.input_ids, empty.attention_mask, 1, uncond_hidden_);
     }
@@ -254,6 +286,7 @@ TokenResult Cube3D::generate_tokens(const GenerationRequest& req, const TokenCal
   }
   auto cond = make_cond(hidden, bbox, B);
   res.stats.text_ms = ms_since(t0);
+  res.stats.text_backend = text_backend;
   const double offset = res.stats.text_ms;
   TokenCallback cb;
   if (on_token)
@@ -272,6 +305,7 @@ TokenResult Cube3D::generate_tokens(const GenerationRequest& req, const TokenCal
       res.stats.prompt_truncated = enc.truncated;
       res.stats.unknown_words = unknown_words(req.prompt);
       res.stats.text_ms = offset;
+      res.stats.text_backend = text_backend;
       res.stats.backend = std::string("cpu (") + backend_->name() + " failed: " + e.what() + ")";
     }
   }

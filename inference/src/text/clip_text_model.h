@@ -23,6 +23,7 @@ class ClipTextModel {
   const TextConfig& config() const { return cfg_; }
   int hidden() const { return cfg_.hidden_size; }
   bool has_projection() const { return has_projection_; }
+  const WeightStore& weights() const { return w_; }  // fp32, Hugging Face names (GPU text encoders copy them)
 
   // ids, mask: [B, T] (T ≤ max_position_embeddings). last_hidden: [B, T, H]. text_embeds: [B, P] or nullptr.
   void forward(const int64_t* ids, const int64_t* mask, int B, int T, float* last_hidden, float* text_embeds) const;
