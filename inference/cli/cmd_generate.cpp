@@ -34,7 +34,8 @@ int run(int argc, char** argv) {
   bool fixed_margin = false;
   uint64_t seed = 0;
   float guidance = 3.0f, top_p = -1;
-  bool json = false, tokens_only = false, base_pivot = false;
+  bool json = false, tokens_only = false, base_pivot = false, no_output = false;
+  int repeat = 1;
   app.add_option("--model", model_dir, "model directory (default: the shipped default model)");
   app.add_option("--clip", clip_dir, "CLIP text model directory (default: <model>/clip)");
   app.add_option("--prompt,-p", prompt, "text prompt")->required();
@@ -58,6 +59,10 @@ int run(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   app.add_flag("--base-pivot", base_pivot, "centre x/z and put the lowest point at y=0");
   app.add_flag("--tokens-only", tokens_only, "stop after the shape tokens");
+  app.add_flag("--no-output", no_output, "build the mesh but write no file (benchmarks, builds without mesh export)");
+  app.add_option("--repeat", repeat, "generate this many times in one process; the last run is reported, every run's "
+                                     "total in runs_total_ms (the first includes warm-up)")
+      ->check(CLI::Range(1, 100));
   app.add_flag("--json", json, "print statistics as JSON");
   CLI11_PARSE(app, argc, argv);
 
@@ -86,7 +91,8 @@ int run(int argc, char** argv) {
 #ifndef CUBEFORGE_HAVE_MESH_IO
   if (!out.empty()) throw cubeforge::Error("this build has no mesh export (configure with CUBEFORGE_WITH_MESH_IO=ON)");
 #endif
-  if (!tokens_only && out.empty()) throw cubeforge::Error("give -o FILE (or --tokens-only)");
+  if (!tokens_only && !no_output && out.empty()) throw cubeforge::Error("give -o FILE (or --tokens-only or --no-output)");
+  if (no_output && !out.empty()) throw cubeforge::Error("--no-output and -o FILE contradict each other");
 #ifdef CUBEFORGE_HAVE_MESH_IO
   if (!out.empty() && !cubeforge::format_from_path(out))
     throw cubeforge::Error("unknown output format '" + out + "' (use .glb .gltf .obj .ply .stl .fbx)");
@@ -115,13 +121,17 @@ int run(int argc, char** argv) {
   auto on_preview = [&](int, const cubeforge::Mesh& m) { preview_faces = int(m.face_count()); };
 
   cubeforge::ShapeResult res;
-  if (tokens_only) {
-    auto tr = model->generate_tokens(req, on_token);
-    res.tokens = tr.tokens;
-    res.stats = tr.stats;
-    res.stats.total_ms = res.stats.gpt_ms + res.stats.text_ms;
-  } else {
-    res = model->generate(req, mopt, on_token, preview_every > 0 ? cubeforge::PreviewCallback(on_preview) : nullptr, popt);
+  std::vector<double> runs_total_ms;
+  for (int run = 0; run < repeat; ++run) {
+    if (tokens_only) {
+      auto tr = model->generate_tokens(req, on_token);
+      res.tokens = tr.tokens;
+      res.stats = tr.stats;
+      res.stats.total_ms = res.stats.gpt_ms + res.stats.text_ms;
+    } else {
+      res = model->generate(req, mopt, on_token, preview_every > 0 ? cubeforge::PreviewCallback(on_preview) : nullptr, popt);
+    }
+    runs_total_ms.push_back(res.stats.total_ms);
   }
   if (tty) std::fprintf(stderr, "\n");
   double decimate_ms = 0, export_ms = 0;
@@ -146,6 +156,7 @@ int run(int argc, char** argv) {
   for (size_t i = 1; i < s.token_ms.size(); ++i) steps.push_back(s.token_ms[i] - s.token_ms[i - 1]);
   nlohmann::json j = {
       {"prompt", prompt},          {"tokens", res.tokens.size()},       {"backend", s.backend},
+      {"text_backend", s.text_backend}, {"shape_backend", s.shape_backend}, {"runs_total_ms", runs_total_ms},
       {"load_ms", load_ms},        {"text_ms", s.text_ms},              {"prefill_ms", s.prefill_ms},
       {"ttft_ms", s.ttft_ms},      {"gpt_ms", s.gpt_ms},                {"tpot_p50_ms", percentile(steps, 0.5)},
       {"tpot_p95_ms", percentile(steps, 0.95)}, {"latent_decode_ms", s.latent_ms}, {"occupancy_ms", s.occupancy_ms},
