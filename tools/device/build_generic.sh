@@ -2,8 +2,8 @@
 # Binaries for the generic-width CUDA GPT checks on the GPU machine (tools/device/generic_gpt_run.sh): builds
 # cubeforge-gen and inference_tests in a CUDA CMake build (default build-generic: no editor, no mesh IO), relinks
 # them with yaml-cpp, OpenBLAS, libgfortran, libgomp and libstdc++ static (the GPU machine has other versions or
-# none), strips and xz-compresses them into OUTDIR, and copies the golden cases beside them (../shared does not
-# travel). Usage: build_generic.sh [BUILD_DIR] [OUTDIR]   (defaults build-generic, .devcarry/generic)
+# none), strips and xz-compresses them into OUTDIR, and copies the golden cases and the CLIP vocabulary beside them
+# (../shared does not travel). Usage: build_generic.sh [BUILD_DIR] [OUTDIR]   (defaults build-generic, .devcarry/generic)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 B=${1:-build-generic}
@@ -26,4 +26,6 @@ for t in cubeforge-gen inference_tests; do
   echo "$t: $(ldd "$B/bin/$t.static" | grep -c '=>') shared libraries: $(ldd "$B/bin/$t.static" | awk '{print $1}' | tr '\n' ' ')"
 done
 cp ../shared/golden/cube3d/* "$OUT_DIR/shared/golden/cube3d/"
+mkdir -p "$OUT_DIR/shared/data/clip-tokenizer"
+cp ../shared/data/clip-tokenizer/vocab.json ../shared/data/clip-tokenizer/merges.txt "$OUT_DIR/shared/data/clip-tokenizer/"
 du -sh "$OUT_DIR"

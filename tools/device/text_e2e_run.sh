@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# GPU-machine run for the CUDA text encoder (cuda_text.h) and the full-size prompt -> mesh through Cube3D, one call:
+# the golden cases through the CUDA path (GPT + CLIP: cubeforge-gen golden --backend cuda), the GoogleTests
+# (CudaText*, CudaGeneric*), bench-text-gpu (CPU fp32 vs GPU fp32: time and error) on a random CLIP ViT-L/14 text tower
+# and on the default model, then random-weight v0.1 / v0.5 models of the real sizes written with make-test-model and
+# run end to end with `generate --backend auto` (CUDA text + CUDA GPT + GPU shape stage + CPU clean-up), and
+# compute-sanitizer memcheck on one golden case. Carry .devcarry/generic (tools/device/build_generic.sh).
+# Usage (device tool, repo root): CF_COMMIT=<hash> bash tools/device/text_e2e_run.sh [STAGES]
+#   STAGES: comma list of golden,tests,text,e2e01,e2e05,memcheck (default: all); E2E_RB (default 7).
+set -uo pipefail
+OUT=${OUT:-/tmp/text-e2e-out}
+mkdir -p "$OUT"
+STAGES=${1:-golden,tests,text,e2e01,e2e05,memcheck}
+has() { [[ ",$STAGES," == *",$1,"* ]]; }
+C=.devcarry/generic
+L=/tmp/cf-text-logs
+rm -rf "$L"; mkdir -p "$L"
+echo "commit ${CF_COMMIT:-unknown (pass CF_COMMIT=<hash of the tree the binaries were built from>)}" | tee "$L/commit.txt"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$L/gpu.txt"
+echo "CPU: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)" | tee -a "$L/gpu.txt"
+for f in cubeforge-gen inference_tests; do
+  python3 -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" "$C/$f.xz" "/tmp/$f"
+  chmod +x "/tmp/$f"
+done
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+ldd /tmp/cubeforge-gen | grep -i "not found"
+G=$C/shared/golden/cube3d
+TOK=$C/shared/data/clip-tokenizer
+run() {  # name timeout cmd...
+  local name=$1 to=$2; shift 2
+  local t0=$(date +%s%N)
+  timeout "$to" "$@" > "$L/$name.log" 2>&1
+  local rc=$?
+  echo "== $name rc=$rc $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+}
+summary() {  # the fields of generate --json that make the prompt -> mesh table
+  python3 - "$1" <<'PY'
+import json, sys
+t = open(sys.argv[1]).read()
+j = json.loads(t[t.index('{'):])
+keys = ["backend", "text_backend", "shape_backend", "runs_total_ms", "load_ms", "text_ms", "prefill_ms", "gpt_ms",
+        "tpot_p50_ms", "latent_decode_ms", "occupancy_ms", "points_evaluated", "points_dense", "meshing_ms",
+        "cleanup_ms", "total_ms", "vertices", "faces"]
+for k in keys: print(f"  {k}: {j.get(k)}")
+PY
+}
+T0=$(date +%s)
+if has golden; then
+  for c in tiny_v01 tiny_v05; do
+    run golden_$c 60 /tmp/cubeforge-gen golden "$G" $c --backend cuda; cat "$L/golden_$c.log"
+  done
+fi
+if has tests; then
+  run gtest 120 env CUBEFORGE_SHARED_DIR="$C/shared" CUBEFORGE_SOURCE_DIR="$PWD" /tmp/inference_tests \
+      --gtest_filter='*CudaText*:*CudaGeneric*'
+  grep -E "^\[ +(OK|FAILED|SKIPPED|PASSED) |Failure|Expected|Which is" "$L/gtest.log" | head -30
+fi
+if has text; then
+  run text_clipl 120 /tmp/cubeforge-gen bench-text-gpu --synthetic clip-l --tokenizer "$TOK" --reps 7; tail -8 "$L/text_clipl.log"
+  run text_default 60 /tmp/cubeforge-gen bench-text-gpu --model assets/default-model --reps 7; tail -7 "$L/text_default.log"
+fi
+RB=${E2E_RB:-7}
+for v in 01 05; do
+  has e2e$v || continue
+  [ $(( $(date +%s) - T0 )) -lt ${E2E_BEFORE_S:-330} ] || { echo "== e2e$v skipped (time)"; continue; }
+  M=/tmp/cf-model-v$v
+  run make$v 200 /tmp/cubeforge-gen make-test-model --preset v0.${v#0} --out "$M" --tokenizer "$TOK" --storage bf16
+  du -sh "$M" | tee -a "$L/make$v.log"
+  bbox=""; [ $v = 05 ] && bbox="--bbox 1,2,1"
+  run e2e$v 200 /tmp/cubeforge-gen generate --model "$M" -p "a tall wooden chair with a high back" $bbox \
+      --backend auto --resolution $RB --no-output --repeat 3 --json
+  summary "$L/e2e$v.log" || tail -20 "$L/e2e$v.log"
+  rm -rf "$M"
+done
+if has memcheck && command -v compute-sanitizer >/dev/null; then
+  run memcheck 90 compute-sanitizer --tool memcheck --leak-check no --print-limit 20 /tmp/cubeforge-gen golden "$G" tiny_v01 --backend cuda
+  grep -E "ERROR SUMMARY|Invalid|golden tiny" "$L/memcheck.log" | head -8
+fi
+tar -C "$L" -czf "$OUT/text-e2e-logs.tgz" .
+exit 0
