@@ -42,7 +42,7 @@ double now_ms() {
 
 // ---- GEMV configurations (outputs per block = 8 NTILE, NW warps along K, KSPLIT blocks along K) ---------------
 // MINB applies to R <= 8 rows (the batch <= 4 path); the 16-row instantiation always takes MINB 1.
-template <int K, int NTILE, int NW, int KSPLIT, int EPI, bool LN, int MINB = 1>
+template <int K, int NTILE, int NW, int KSPLIT, int EPI, bool LN, int MINB = 1, int PIPE = 0>
 struct Gemv {
   static constexpr int NT = 8 * NTILE;
   // Non-LN inputs are staged in shared memory (hi + lo rows) when they take at most this many bytes (session 5).
@@ -62,13 +62,13 @@ struct Gemv {
     return m;
   }
   static void prepare() {
-    CF_CUDA(cudaFuncSetAttribute(gemv_kernel<K, NTILE, NW, KSPLIT, EPI, LN, true, 1>,
+    CF_CUDA(cudaFuncSetAttribute(gemv_kernel<K, NTILE, NW, KSPLIT, EPI, LN, true, 1, PIPE>,
                                  cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_max(9, 16)));
-    CF_CUDA(cudaFuncSetAttribute(gemv_kernel<K, NTILE, NW, KSPLIT, EPI, LN, false, MINB>,
+    CF_CUDA(cudaFuncSetAttribute(gemv_kernel<K, NTILE, NW, KSPLIT, EPI, LN, false, MINB, PIPE>,
                                  cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_max(1, 8)));
-    CF_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ[1], gemv_kernel<K, NTILE, NW, KSPLIT, EPI, LN, true, 1>,
+    CF_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ[1], gemv_kernel<K, NTILE, NW, KSPLIT, EPI, LN, true, 1, PIPE>,
                                                           NW * 32, smem(16)));
-    CF_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ[0], gemv_kernel<K, NTILE, NW, KSPLIT, EPI, LN, false, MINB>,
+    CF_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ[0], gemv_kernel<K, NTILE, NW, KSPLIT, EPI, LN, false, MINB, PIPE>,
                                                           NW * 32, smem(8)));
     occ[0] = std::max(occ[0], 1);
     occ[1] = std::max(occ[1], 1);
@@ -83,11 +83,61 @@ struct Gemv {
     const int cap = nsm * (per_sm > 0 ? std::min(per_sm, occ[m16]) : occ[m16]);
     const dim3 grid(std::min(blocks(p.N), cap));
     if (m16)
-      launch(gemv_kernel<K, NTILE, NW, KSPLIT, EPI, LN, true, 1>, grid, dim3(NW * 32), sm, s, pdl, p);
+      launch(gemv_kernel<K, NTILE, NW, KSPLIT, EPI, LN, true, 1, PIPE>, grid, dim3(NW * 32), sm, s, pdl, p);
     else
-      launch(gemv_kernel<K, NTILE, NW, KSPLIT, EPI, LN, false, MINB>, grid, dim3(NW * 32), sm, s, pdl, p);
+      launch(gemv_kernel<K, NTILE, NW, KSPLIT, EPI, LN, false, MINB, PIPE>, grid, dim3(NW * 32), sm, s, pdl, p);
   }
 };
+// One-round GEMV (gemv1_kernel, session 7): R <= 8 rows, at most MAXT work items per block, every weight byte
+// requested before griddepcontrol.wait. run() returns false (caller falls back to the persistent kernel) when the
+// launch does not fit: more rows, fewer resident blocks than total / MAXT, or a grid that is not a multiple of KSPLIT.
+template <int K, int NTILE, int NW, int KSPLIT, int EPI, int MAXT>
+struct Gemv1 {
+  static constexpr int NT = 8 * NTILE;
+  static constexpr bool LN = EPI == EPI_QKV;
+  static constexpr size_t kActSmemMax = 100 * 1024;
+  static size_t act_bytes(int R) { return ((size_t)2 * R * (K + 32) * 2 + 15) & ~size_t(15); }
+  static bool act_smem(int R, bool allow) { return !LN && allow && act_bytes(R) <= kActSmemMax; }
+  static size_t smem(int R, bool act) {
+    size_t s = LN ? act_bytes(R) + 16 * sizeof(float2) : (act ? act_bytes(R) : 0);
+    return s + (size_t)NW * NTILE * 128 * 4 + (size_t)MAXT * 16 * NT * 4 + 32 * 4;
+  }
+  static inline int occ = 0;  // resident blocks per SM at the largest launch (R = 8)
+  static void prepare() {
+    size_t m = 0;
+    for (int r = 1; r <= 8; ++r) m = std::max(m, smem(r, act_smem(r, true)));
+    CF_CUDA(cudaFuncSetAttribute(gemv1_kernel<K, NTILE, NW, KSPLIT, EPI, MAXT>,
+                                 cudaFuncAttributeMaxDynamicSharedMemorySize, (int)m));
+    occ = 0;
+    for (int r = 1; r <= 8; ++r) {  // the smallest occupancy over the row counts it may serve
+      int o = 0;
+      CF_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&o, gemv1_kernel<K, NTILE, NW, KSPLIT, EPI, MAXT>,
+                                                            NW * 32, smem(r, act_smem(r, true))));
+      occ = r == 1 ? o : std::min(occ, o);
+    }
+  }
+  static bool run(const GemvParams& p0, cudaStream_t s, bool pdl, int nsm, bool allow_act = true) {
+    if (p0.R > 8 || occ < 1) return false;
+    const int total = (p0.N + NT - 1) / NT * KSPLIT;
+    int grid = std::min(total, nsm * occ);
+    grid -= grid % KSPLIT;
+    if (grid < 1 || (long)grid * MAXT < total) return false;
+    GemvParams p = p0;
+    p.act_smem = act_smem(p.R, allow_act) ? 1 : 0;
+    launch(gemv1_kernel<K, NTILE, NW, KSPLIT, EPI, MAXT>, dim3(grid), dim3(NW * 32), smem(p.R, p.act_smem != 0), s,
+           pdl, p);
+    return true;
+  }
+};
+using Gemv1Qkv = Gemv1<D, 1, 8, 1, EPI_QKV, 3>;     // 576 items on 264 blocks
+using Gemv1Down = Gemv1<F, 1, 8, 4, EPI_RESID, 3>;  // 768 items (192 tiles x 4-way split-K) on 264 blocks
+// Session 7 defaults: PIPE 1 (both register sets before griddepcontrol.wait, refill right after the MMAs); the
+// session-6 kernels (PIPE 0) stay behind EngineOptions::variant bit 26.
+using GemvQkvP = Gemv<D, 1, 8, 1, EPI_QKV, true, 2, 1>;
+using GemvOprojP = Gemv<D, 1, 8, 1, EPI_RESID, false, 2, 1>;
+using GemvGateUpP = Gemv<D, 2, 8, 1, EPI_SWIGLU, true, 2, 1>;
+using GemvDownP = Gemv<F, 1, 8, 4, EPI_RESID, false, 2, 1>;
+using GemvLmP = Gemv<D, 2, 8, 1, EPI_LMHEAD, true, 2, 1>;
 // Defaults measured best in session 3 (docs/cuda-gpt-notes.md); the others stay as EngineOptions::variant bits.
 using GemvQkv = Gemv<D, 1, 8, 1, EPI_QKV, true, 2>;      // 576 tiles of 8 outputs
 using GemvQkv16 = Gemv<D, 2, 8, 1, EPI_QKV, true, 2>;    // bit 6: 288 tiles of 16 (a 2nd round on 24 of 264 slots)
@@ -219,6 +269,10 @@ struct CudaGptEngine::Impl {
   int kseq_graph = 0;       // kernels of a graph step (timeline)
   bool act_stage = true;    // o-proj / down inputs staged in shared memory (variant bit 22 turns it off)
   int gemv_opt = 0;         // GemvParams::opt (variant bits 23..25: the session-5 LN prologue / lm tail / resid)
+  bool pipe = true;         // session 7: PIPE 1 persistent GEMVs (variant bit 26: the session-6 order)
+  bool one_round = true;    // session 7: qkv / down-proj as one-round GEMVs where they fit (variant bit 27: off)
+  bool pipe_wide_old = false;  // variant bit 29: gate/up and lm_head (16-output tiles) in the session-6 order
+  bool attn_serial = false; // variant bit 28: the session-6 attention split combine (one L2 round trip per split)
 
   int R = 0, P = 0;
   bool cfg_on = false, prefilled = false;
@@ -410,6 +464,10 @@ struct CudaGptEngine::Impl {
     Tdual = s + N;
     maxs_dual = (Tdual + ACH - 1) / ACH;
     maxs_single = (N + ACH - 1) / ACH;
+    if (std::max(maxs_dual, maxs_single) > ATT_MAXSPLIT)
+      throw cubeforge::Error("CUDA GPT: " + std::to_string(std::max(maxs_dual, maxs_single)) +
+                             " attention splits per head exceed the fast kernels' limit of " +
+                             std::to_string(ATT_MAXSPLIT) + " (sequence too long)");
     const size_t kvd = (size_t)L * Rmax * H * Tdual * HD, kvs = (size_t)Rmax * H * N * HD;
     kc = dalloc<bf16>(kvd);
     vc = dalloc<bf16>(kvd);
@@ -476,6 +534,13 @@ struct CudaGptEngine::Impl {
     GemvDown16::prepare();
     GemvLm::prepare();
     GemvLmN::prepare();
+    Gemv1Qkv::prepare();
+    Gemv1Down::prepare();
+    GemvQkvP::prepare();
+    GemvOprojP::prepare();
+    GemvGateUpP::prepare();
+    GemvDownP::prepare();
+    GemvLmP::prepare();
     RingQkv::prepare(smem_optin);
     RingOproj::prepare(smem_optin);
     RingGateUp::prepare(smem_optin);
@@ -622,6 +687,8 @@ struct CudaGptEngine::Impl {
       q.tl = tl_slot(single_now ? "s.qkv" : "qkv");
       if (ring) RingQkv::run(q, stream, pdl, nsm, ring_nst, smem_optin);
       else if (opts.variant & 64) GemvQkv16::run(q, stream, pdl, nsm, per_sm);
+      else if (one_round && per_sm == 0 && Gemv1Qkv::run(q, stream, pdl, nsm)) {
+      } else if (pipe) GemvQkvP::run(q, stream, pdl, nsm, per_sm);
       else GemvQkv::run(q, stream, pdl, nsm, per_sm);
       AttnParams a = {};
       a.qkv = qkv;
@@ -639,6 +706,7 @@ struct CudaGptEngine::Impl {
       a.out = att;
       a.out_lo = att_lo;
       a.maxs = maxs;
+      a.serial_combine = attn_serial ? 1 : 0;
       if (pf_attn && pf_dist > 0) a.pf = stream_range(ws_cursor, pf_dist);  // o-proj + the start of gate/up
       a.tl = tl_slot(single_now ? "s.attn" : "attn");
       if (!diag_no_attn) launch(attn_decode_kernel, dim3(maxs, H, R), dim3(128), 0, stream, pdl, a);
@@ -653,6 +721,7 @@ struct CudaGptEngine::Impl {
       o.tl = tl_slot(single_now ? "s.oproj" : "oproj");
       if (ring) RingOproj::run(o, stream, pdl, nsm, ring_nst, smem_optin);
       else if (opts.variant & 1) GemvOprojKs::run(o, stream, pdl, nsm, per_sm, act_stage);
+      else if (pipe) GemvOprojP::run(o, stream, pdl, nsm, per_sm, act_stage);
       else GemvOproj::run(o, stream, pdl, nsm, per_sm, act_stage);
     }
     GemvParams g = base_params();
@@ -666,6 +735,7 @@ struct CudaGptEngine::Impl {
     g.tl = tl_slot(single_now ? "s.gateup" : "gateup");
     if (ring) RingGateUp::run(g, stream, pdl, nsm, ring_nst, smem_optin);
     else if (opts.variant & 256) GemvGateUpN::run(g, stream, pdl, nsm, per_sm);
+    else if (pipe && !pipe_wide_old) GemvGateUpP::run(g, stream, pdl, nsm, per_sm);
     else GemvGateUp::run(g, stream, pdl, nsm, per_sm);
     GemvParams d = base_params();
     d.W = w.x_dn;
@@ -680,6 +750,8 @@ struct CudaGptEngine::Impl {
     else if (opts.variant & 2) GemvDown16::run(d, stream, pdl, nsm, per_sm, act_stage);
     else if (opts.variant & 128) GemvDownKs2::run(d, stream, pdl, nsm, per_sm, act_stage);
     else if (opts.variant & 512) GemvDownKs8::run(d, stream, pdl, nsm, per_sm, act_stage);
+    else if (one_round && per_sm == 0 && Gemv1Down::run(d, stream, pdl, nsm, act_stage)) {
+    } else if (pipe) GemvDownP::run(d, stream, pdl, nsm, per_sm, act_stage);
     else GemvDown::run(d, stream, pdl, nsm, per_sm, act_stage);
   }
 
@@ -721,6 +793,7 @@ struct CudaGptEngine::Impl {
     p.tl = tl_slot("lm_head");
     if (ring) RingLm::run(p, stream, pdl, nsm, ring_nst, smem_optin);
     else if (opts.variant & 256) GemvLmN::run(p, stream, pdl, nsm, per_sm);
+    else if (pipe && !pipe_wide_old) GemvLmP::run(p, stream, pdl, nsm, per_sm);
     else GemvLm::run(p, stream, pdl, nsm, per_sm);
     if (!k.step0) kseq_graph = kseq;
     if (k.topp) {
@@ -943,10 +1016,17 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
   // residual read after the reduction, instead of session 6's shorter chains (same outputs either way).
   m.gemv_opt = ((opts.variant >> 23) & 1 ? OPT_LN_SERIAL : 0) | ((opts.variant >> 24) & 1 ? OPT_LM_PER_TILE : 0) |
                ((opts.variant >> 25) & 1 ? OPT_NO_RESID_PF : 0);
+  // bit 26: persistent GEMVs in the session-6 pipeline order (PIPE 0); bit 27: no one-round qkv / down-proj.
+  m.pipe = (opts.variant & (1 << 26)) == 0;
+  m.one_round = (opts.variant & (1 << 27)) == 0;
+  m.attn_serial = (opts.variant & (1 << 28)) != 0;
+  m.pipe_wide_old = (opts.variant & (1 << 29)) != 0;
   if (m.pf_attn && m.pf_dist == 0) m.pf_dist = (size_t)16 << 20;
   if (opts.verbose)
-    std::fprintf(stderr, "cubeforge cuda: decode GEMVs: %s; L2 %d MB, prefetch %zu MB%s%s, weight loads %s%s%s\n",
-                 m.ring ? ("ring, " + std::to_string(m.ring_nst) + " stages of 12 KB").c_str() : "register (session 3)",
+    std::fprintf(stderr, "cubeforge cuda: decode GEMVs: %s%s; L2 %d MB, prefetch %zu MB%s%s, weight loads %s%s%s\n",
+                 m.ring ? ("ring, " + std::to_string(m.ring_nst) + " stages of 12 KB").c_str() : "register",
+                 m.ring ? "" : m.one_round ? (m.pipe ? " (one-round qkv/down, pipe 1)" : " (one-round qkv/down, pipe 0)")
+                                          : (m.pipe ? " (pipe 1)" : " (session-6 order)"),
                  prop.l2CacheSize >> 20, m.pf_dist >> 20, m.pf_attn ? " (attention kernels only)" : "",
                  m.pf_last ? " (evict_last)" : "", m.evict_first ? "evict_first" : "default policy",
                  m.diag_no_attn ? "; DIAGNOSTIC: no attention (wrong outputs)" : "",

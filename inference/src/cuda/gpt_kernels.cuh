@@ -530,6 +530,27 @@ __device__ __forceinline__ void gemv_stage_act(const GemvParams& p, bf16* act, i
   }
 }
 
+// A GEMV's input in shared memory (hi rows [R][K + 32], then lo rows), followed by a block barrier: the LN prologue
+// of the residual stream (LN GEMVs) or the staged non-LN input, columns [k0, k1) (p.act_smem), or nothing. Returns
+// the byte offset where the GEMV's other shared arrays start.
+template <int K, int NW, bool LN, int G>
+__device__ __forceinline__ size_t gemv_stage_input(const GemvParams& p, unsigned char* smem, int R, int k0, int k1) {
+  constexpr int AST = K + 32;
+  size_t off = 0;
+  if constexpr (LN) {
+    off = ((size_t)2 * R * AST * 2 + 15) & ~size_t(15);
+    float2* st = reinterpret_cast<float2*>(smem + off);
+    off += 16 * sizeof(float2);
+    gemv_ln_prologue<K, NW, 0, G>(p, reinterpret_cast<bf16*>(smem), st, R);
+    __syncthreads();
+  } else if (p.act_smem) {
+    off = ((size_t)2 * R * AST * 2 + 15) & ~size_t(15);
+    gemv_stage_act<K, NW * 32>(p, reinterpret_cast<bf16*>(smem), R, k0, k1);
+    __syncthreads();
+  }
+  return off;
+}
+
 // A GEMV's activation fragments for chunk column k (lane: row g, 8 columns from k): hi rows g / g + 8 and lo rows
 // g / g + 8 (zero where absent), from the shared-memory rows [R][K + 32] (hi) + [R][K + 32] (lo) or from L2.
 template <int K, bool M16>
@@ -590,7 +611,11 @@ __device__ __forceinline__ void gemv_load_w(uint4 (&w)[K / KSPLIT / (32 * NW)][N
 
 // MINB: minimum resident blocks per SM asked of the compiler (2: at most 128 registers, so two blocks share an SM,
 // more weight bytes in flight and one block's reduction/epilogue overlaps the other's loads).
-template <int K, int NTILE, int NW, int KSPLIT, int EPI, bool LN, bool M16, int MINB>
+// PIPE 0: the session-3..6 order (the next-but-one tile's weights requested after this tile's reduction and
+// epilogue). PIPE 1 (session 7): both register sets requested before griddepcontrol.wait, and a set is refilled
+// with the next-but-one tile's weights right after its MMAs, so the reduction / split-K combine / epilogue chain
+// of a tile overlaps the loads of two tiles instead of one. Same values and summation order: outputs bitwise equal.
+template <int K, int NTILE, int NW, int KSPLIT, int EPI, bool LN, bool M16, int MINB, int PIPE = 0>
 __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p) {
   constexpr int KS = K / KSPLIT;
   constexpr int CPW = KS / (32 * NW);
@@ -599,7 +624,6 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
   static_assert(EPI != EPI_SWIGLU || NTILE % 2 == 0, "gate/up tiles come in pairs");
   static_assert(EPI != EPI_LMHEAD || NW >= MAXP, "one warp per variation in the tail");
   constexpr int NT = 8 * NTILE;
-  constexpr int AST = K + 32;  // staging row stride (bf16): +64 B keeps two rows in different banks
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
   const int total = (p.N + NT - 1) / NT * KSPLIT;
   int t = blockIdx.x;
@@ -608,6 +632,9 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
   uint4 wa[CPW][NTILE], wb[CPW][NTILE];
   const uint64_t pol = p.evict_first ? policy_evict_first() : 0;
   gemv_load_w<K, NTILE, NW, KSPLIT>(wa, p.W, p.N, t, warp, g, t4, p.blocked, pol, p.wmask);
+  if constexpr (PIPE == 1)
+    if (t + (int)gridDim.x < total)
+      gemv_load_w<K, NTILE, NW, KSPLIT>(wb, p.W, p.N, t + gridDim.x, warp, g, t4, p.blocked, pol, p.wmask);
   if (threadIdx.x == 0) l2_prefetch_share(p.pf, blockIdx.x, gridDim.x);
   pdl_wait();
   tls.waited();
@@ -615,31 +642,18 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
 
   extern __shared__ __align__(16) unsigned char smem[];
   const int R = p.R;
-  size_t off = 0;
   const bf16* act = reinterpret_cast<const bf16*>(smem);
-  if constexpr (LN) {
-    bf16* act_w = reinterpret_cast<bf16*>(smem);
-    off = ((size_t)2 * R * AST * 2 + 15) & ~size_t(15);  // hi rows [R][AST], then lo rows [R][AST]
-    float2* st = reinterpret_cast<float2*>(smem + off);
-    off += 16 * sizeof(float2);
-    gemv_ln_prologue<K, NW, 0, (M16 ? 4 : 2)>(p, act_w, st, R);
-    __syncthreads();
-  } else if (p.act_smem) {
-    // The input is staged in shared memory once per block. When every tile of this block has the same K range
-    // (gridDim a multiple of KSPLIT, true for the persistent grids), only that range is copied.
-    bf16* act_w = reinterpret_cast<bf16*>(smem);
-    off = ((size_t)2 * R * AST * 2 + 15) & ~size_t(15);
-    const bool one_range = KSPLIT == 1 || gridDim.x % KSPLIT == 0;
-    const int k0 = one_range ? (int)(blockIdx.x % KSPLIT) * KS : 0;
-    gemv_stage_act<K, NW * 32>(p, act_w, R, k0, one_range ? k0 + KS : K);
-    __syncthreads();
-  }
+  // A staged (non-LN) input covers only this block's K range when every tile of the block has the same one (gridDim
+  // a multiple of KSPLIT, true for the persistent grids).
+  const bool one_range = KSPLIT == 1 || gridDim.x % KSPLIT == 0;
+  const int k0 = one_range ? (int)(blockIdx.x % KSPLIT) * KS : 0;
+  const size_t off = gemv_stage_input<K, NW, LN, (M16 ? 4 : 2)>(p, smem, R, k0, one_range ? k0 + KS : K);
   const bool act_s = LN || p.act_smem;
   float* red = reinterpret_cast<float*>(smem + off);
   float* outs = red + NW * NTILE * 128;  // [16][NT]
   int* flag = reinterpret_cast<int*>(outs + 16 * NT);
 
-  auto process = [&](const uint4 (&w)[CPW][NTILE], int tile_id) {
+  auto process = [&](uint4 (&w)[CPW][NTILE], int tile_id, int refill) {
     const int tile = tile_id / KSPLIT, ks = tile_id % KSPLIT;
     const int n0 = tile * NT, kbase = ks * KS;
     // The activation is hi + lo (split_store). R <= 8: the lo parts go into the unused MMA rows 8..15 (free) and
@@ -678,6 +692,9 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
         }
       }
     }
+    // PIPE 1: this register set is free now: refill it with tile `refill` (the next-but-one of this block).
+    if constexpr (PIPE == 1)
+      if (refill < total) gemv_load_w<K, NTILE, NW, KSPLIT>(w, p.W, p.N, refill, warp, g, t4, p.blocked, pol, p.wmask);
     gemv_reduce<NTILE, NW, M16, 0>(acc, acc2, split, red, outs);
 
     if constexpr (KSPLIT > 1) {
@@ -706,19 +723,168 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
   };
 
   // Two register sets, alternating: the next tile's weights are in flight while this one is reduced.
+  if constexpr (PIPE == 1) {
+    const int G = gridDim.x;
+    for (;;) {
+      process(wa, t, t + 2 * G);
+      __syncthreads();
+      t += G;
+      if (t >= total) break;
+      process(wb, t, t + 2 * G);
+      __syncthreads();
+      t += G;
+      if (t >= total) break;
+    }
+    return;
+  }
   for (;;) {
     int tn = t + gridDim.x;
     if (tn < total) gemv_load_w<K, NTILE, NW, KSPLIT>(wb, p.W, p.N, tn, warp, g, t4, p.blocked, pol, p.wmask);
-    process(wa, t);
+    process(wa, t, total);
     __syncthreads();
     if (tn >= total) break;
     t = tn;
     tn = t + gridDim.x;
     if (tn < total) gemv_load_w<K, NTILE, NW, KSPLIT>(wa, p.W, p.N, tn, warp, g, t4, p.blocked, pol, p.wmask);
-    process(wb, t);
+    process(wb, t, total);
     __syncthreads();
     if (tn >= total) break;
     t = tn;
+  }
+}
+
+// ---- one-round GEMV (session 7): every weight byte of the kernel requested before griddepcontrol.wait ----------
+// For R <= 8 rows and at most MAXT work items per block (the host checks total <= gridDim.x * MAXT and
+// gridDim.x % KSPLIT == 0, so all of a block's items share one K range). A block owns items blockIdx.x + j G
+// (j < MAXT, G = gridDim.x: the persistent kernel's assignment), holds all their weights in MAXT register sets
+// (requested before griddepcontrol.wait), runs the MMAs of all its items off one activation fragment per chunk,
+// then reduces them one after the other and runs the split-K arrivals of all its items with one fence (one thread,
+// the items' atomics back to back) and one barrier pair, so the block's L2 round trips are paid once instead of
+// once per item. Same chunk order and reduction order per item as gemv_kernel: outputs bitwise equal.
+template <int K, int NTILE, int NW, int KSPLIT, int EPI, int MAXT>
+__global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
+  constexpr int KS = K / KSPLIT;
+  constexpr int CPW = KS / (32 * NW);
+  static_assert(CPW * 32 * NW == KS, "K split");
+  static_assert(EPI == EPI_QKV || EPI == EPI_RESID, "one-round GEMV: qkv (LN) or residual epilogues");
+  constexpr bool LN = EPI == EPI_QKV;
+  static_assert(!LN || (K == D && KSPLIT == 1), "LN input is the residual stream");
+  constexpr int NT = 8 * NTILE;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
+  const int total = (p.N + NT - 1) / NT * KSPLIT;
+  const int G = gridDim.x;
+  const TlStamp tls(p.tl);
+
+  uint4 w[MAXT][CPW][NTILE];
+  const uint64_t pol = p.evict_first ? policy_evict_first() : 0;
+#pragma unroll
+  for (int j = 0; j < MAXT; ++j)
+    if ((int)blockIdx.x + j * G < total)
+      gemv_load_w<K, NTILE, NW, KSPLIT>(w[j], p.W, p.N, blockIdx.x + j * G, warp, g, t4, p.blocked, pol, p.wmask);
+  pdl_wait();
+  tls.waited();
+  pdl_trigger();
+
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int R = p.R;
+  const bf16* act = reinterpret_cast<const bf16*>(smem);
+  const int ks = (int)blockIdx.x % KSPLIT, kbase = ks * KS;
+  const size_t off = gemv_stage_input<K, NW, LN, 2>(p, smem, R, kbase, kbase + KS);
+  const bool act_s = LN || p.act_smem;
+  float* red = reinterpret_cast<float*>(smem + off);
+  float* outs = red + NW * NTILE * 128;  // [MAXT][16][NT]
+  int* flag = reinterpret_cast<int*>(outs + MAXT * 16 * NT);  // [0..MAXT): split-K last flags; [MAXT]: epilogue
+
+  // EPI_RESID: this thread's residual element of each item, requested before the MMAs (R * NT <= threads).
+  float xpre[MAXT], apre[MAXT];
+  const bool have_pre = EPI == EPI_RESID && R * NT <= NW * 32;
+#pragma unroll
+  for (int j = 0; j < MAXT; ++j) {
+    xpre[j] = apre[j] = 0.f;
+    if constexpr (EPI == EPI_RESID) {
+      const int it = blockIdx.x + j * G;
+      if (have_pre && it < total && (int)threadIdx.x < R * NT) {
+        const int r = threadIdx.x / NT, col = (it / KSPLIT) * NT + threadIdx.x % NT;
+        xpre[j] = __ldcg(p.resid + (size_t)r * D + col);
+        if (p.add2) apre[j] = __ldcg(p.add2 + (size_t)r * D + col);
+      }
+    }
+  }
+  float acc[MAXT][NTILE][4], acc2[NTILE][4];
+#pragma unroll
+  for (int j = 0; j < MAXT; ++j)
+#pragma unroll
+    for (int tt = 0; tt < NTILE; ++tt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[j][tt][i] = 0.f;
+#pragma unroll
+  for (int tt = 0; tt < NTILE; ++tt)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) acc2[tt][i] = 0.f;
+  const bool split = p.split != 0;
+#pragma unroll
+  for (int c = 0; c < CPW; ++c) {
+    const int k = kbase + (c * NW + warp) * 32 + t4 * 8;
+    uint4 a0, a1, l0, l1;
+    gemv_load_act<K, false>(p, act, act_s, R, g, k, split, a0, a1, l0, l1);
+    a1 = l0;  // rows 8..15 carry the lo parts of rows 0..7
+#pragma unroll
+    for (int j = 0; j < MAXT; ++j)
+#pragma unroll
+      for (int tt = 0; tt < NTILE; ++tt) {
+        mma_bf16_16816(acc[j][tt], a0.x, a1.x, a0.y, a1.y, w[j][c][tt].x, w[j][c][tt].y);
+        mma_bf16_16816(acc[j][tt], a0.z, a1.z, a0.w, a1.w, w[j][c][tt].z, w[j][c][tt].w);
+      }
+  }
+  int nmine = 0;
+#pragma unroll
+  for (int j = 0; j < MAXT; ++j) {
+    if ((int)blockIdx.x + j * G >= total) break;
+    nmine = j + 1;
+    gemv_reduce<NTILE, NW, false, 0>(acc[j], acc2, split, red, outs + j * 16 * NT);
+  }
+
+  if constexpr (KSPLIT > 1) {
+    for (int e = threadIdx.x; e < nmine * R * NT; e += NW * 32) {
+      const int j = e / (R * NT), q = e % (R * NT), tile = (blockIdx.x + j * G) / KSPLIT;
+      p.ks_scratch[((size_t)tile * KSPLIT + ks) * 16 * NT + q] = outs[j * 16 * NT + q];
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {  // one fence for all items, then their arrivals (independent atomics)
+      __threadfence();
+      unsigned old[MAXT];
+#pragma unroll
+      for (int j = 0; j < MAXT; ++j)
+        if (j < nmine) old[j] = atomicAdd(&p.ks_cnt[(blockIdx.x + j * G) / KSPLIT], 1u);
+      bool any = false;
+#pragma unroll
+      for (int j = 0; j < MAXT; ++j)
+        if (j < nmine) {
+          flag[j] = old[j] == (unsigned)(KSPLIT - 1);
+          any = any || flag[j];
+        }
+      if (any) __threadfence();
+    }
+    __syncthreads();
+    // items this block finishes: the KSPLIT partials summed in a fixed order (all loads of all items in flight)
+    for (int e = threadIdx.x; e < nmine * R * NT; e += NW * 32) {
+      const int j = e / (R * NT), q = e % (R * NT), tile = (blockIdx.x + j * G) / KSPLIT;
+      if (!flag[j]) continue;
+      float s = 0.f;
+#pragma unroll
+      for (int kq = 0; kq < KSPLIT; ++kq) s += __ldcg(p.ks_scratch + ((size_t)tile * KSPLIT + kq) * 16 * NT + q);
+      outs[j * 16 * NT + q] = s;
+    }
+    if ((int)threadIdx.x < nmine && flag[threadIdx.x]) p.ks_cnt[(blockIdx.x + threadIdx.x * G) / KSPLIT] = 0;
+    __syncthreads();
+  }
+#pragma unroll
+  for (int j = 0; j < MAXT; ++j) {
+    if (j >= nmine) break;
+    if (KSPLIT > 1 && !flag[j]) continue;
+    const int tile = (blockIdx.x + j * G) / KSPLIT;
+    gemv_epilogue<NTILE, NW, EPI, 0>(p, outs + j * 16 * NT, flag + MAXT, tile * NT, tile, total, xpre[j], apre[j],
+                                     have_pre);
   }
 }
 
@@ -898,7 +1064,9 @@ struct AttnParams {
   int maxs;
   Prefetch pf;         // L2 prefetch (variant bit 20: the next GEMVs' weights while attention runs)
   unsigned long long* tl;  // diagnostics only: timeline stamps (TlStamp) or null
+  int serial_combine;  // 1: the session-6 split combine (one L2 round trip per split; variant bit 28)
 };
+constexpr int ATT_MAXSPLIT = 128;  // splits per (row, head) the combine's shared arrays hold (host-checked)
 
 __device__ inline float block128_sum(float v, float* red4) {
   v = warp_sum(v);
@@ -1040,15 +1208,46 @@ __global__ void __launch_bounds__(128) attn_decode_kernel(const AttnParams p) {
   __syncthreads();
   if (!last) return;
   const float* parts = p.part + (size_t)(r * H + h) * p.maxs * (HD + 2);
-  float M = -INFINITY;
-  for (int s = 0; s < nsplit; ++s) M = fmaxf(M, __ldcg(parts + s * (HD + 2) + HD));
-  float Ls = 0.f, O = 0.f;
-  for (int s = 0; s < nsplit; ++s) {
-    const float f = __expf(__ldcg(parts + s * (HD + 2) + HD) - M);
-    Ls += __ldcg(parts + s * (HD + 2) + HD + 1) * f;
-    O += __ldcg(parts + s * (HD + 2) + tid) * f;
+  if (p.serial_combine) {  // session 6: one L2 round trip per split and loop (variant bit 28)
+    float M = -INFINITY;
+    for (int s = 0; s < nsplit; ++s) M = fmaxf(M, __ldcg(parts + s * (HD + 2) + HD));
+    float Ls = 0.f, O = 0.f;
+    for (int s = 0; s < nsplit; ++s) {
+      const float f = __expf(__ldcg(parts + s * (HD + 2) + HD) - M);
+      Ls += __ldcg(parts + s * (HD + 2) + HD + 1) * f;
+      O += __ldcg(parts + s * (HD + 2) + tid) * f;
+    }
+    split_store(p.out, p.out_lo, (size_t)r * D + h * HD + tid, O / Ls);
+  } else {
+    // Session 7: the splits' (m, l) go to shared memory in one parallel load, each thread's o values are loaded
+    // 16 at a time (all in flight together), then combined in the same order as above: bitwise the same result.
+    __shared__ float cm[ATT_MAXSPLIT], cl[ATT_MAXSPLIT];
+    for (int s = tid; s < nsplit; s += 128) {
+      cm[s] = __ldcg(parts + s * (HD + 2) + HD);
+      cl[s] = __ldcg(parts + s * (HD + 2) + HD + 1);
+    }
+    float ov[16];
+#pragma unroll
+    for (int i = 0; i < 16; ++i) ov[i] = i < nsplit ? __ldcg(parts + i * (HD + 2) + tid) : 0.f;
+    __syncthreads();
+    float M = -INFINITY;
+    for (int s = 0; s < nsplit; ++s) M = fmaxf(M, cm[s]);
+    float Ls = 0.f, O = 0.f;
+    for (int s0 = 0; s0 < nsplit; s0 += 16) {
+      if (s0 > 0) {
+#pragma unroll
+        for (int i = 0; i < 16; ++i) ov[i] = s0 + i < nsplit ? __ldcg(parts + (s0 + i) * (HD + 2) + tid) : 0.f;
+      }
+#pragma unroll
+      for (int i = 0; i < 16; ++i)
+        if (s0 + i < nsplit) {
+          const float f = __expf(cm[s0 + i] - M);
+          Ls += cl[s0 + i] * f;
+          O += ov[i] * f;
+        }
+    }
+    split_store(p.out, p.out_lo, (size_t)r * D + h * HD + tid, O / Ls);
   }
-  split_store(p.out, p.out_lo, (size_t)r * D + h * HD + tid, O / Ls);
   if (tid == 0) p.cnt[r * H + h] = 0;
 }
 
