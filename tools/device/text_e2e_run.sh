@@ -6,13 +6,14 @@
 # run end to end with `generate --backend auto` (CUDA text + CUDA GPT + GPU shape stage + CPU clean-up), and
 # compute-sanitizer memcheck on one golden case. Carry .devcarry/generic (tools/device/build_generic.sh).
 # Usage (device tool, repo root): CF_COMMIT=<hash> bash tools/device/text_e2e_run.sh [STAGES]
-#   STAGES: comma list of golden,tests,text,e2e01,e2e05,memcheck (default: all); E2E_RB (default 7).
+#   STAGES: comma list of golden,tests,text,memcheck,e2e01,e2e05 (default: all, in this order); E2E_RB (default 7);
+#   an e2e stage starts only while the call is younger than E2E_BEFORE_S seconds (default 330).
 set -uo pipefail
 OUT=${OUT:-/tmp/text-e2e-out}
 mkdir -p "$OUT"
 STAGES=${1:-golden,tests,text,e2e01,e2e05,memcheck}
 has() { [[ ",$STAGES," == *",$1,"* ]]; }
-C=.devcarry/generic
+C=${CARRY:-.devcarry/generic}  # what build_generic.sh wrote (CARRY=... for another copy)
 L=/tmp/cf-text-logs
 rm -rf "$L"; mkdir -p "$L"
 echo "commit ${CF_COMMIT:-unknown (pass CF_COMMIT=<hash of the tree the binaries were built from>)}" | tee "$L/commit.txt"
@@ -59,6 +60,10 @@ if has text; then
   run text_clipl 120 /tmp/cubeforge-gen bench-text-gpu --synthetic clip-l --tokenizer "$TOK" --reps 7; tail -8 "$L/text_clipl.log"
   run text_default 60 /tmp/cubeforge-gen bench-text-gpu --model assets/default-model --reps 7; tail -7 "$L/text_default.log"
 fi
+if has memcheck && command -v compute-sanitizer >/dev/null; then
+  run memcheck 90 compute-sanitizer --tool memcheck --leak-check no --print-limit 20 /tmp/cubeforge-gen golden "$G" tiny_v01 --backend cuda
+  grep -E "ERROR SUMMARY|Invalid|golden tiny" "$L/memcheck.log" | head -8
+fi
 RB=${E2E_RB:-7}
 for v in 01 05; do
   has e2e$v || continue
@@ -72,9 +77,5 @@ for v in 01 05; do
   summary "$L/e2e$v.log" || tail -20 "$L/e2e$v.log"
   rm -rf "$M"
 done
-if has memcheck && command -v compute-sanitizer >/dev/null; then
-  run memcheck 90 compute-sanitizer --tool memcheck --leak-check no --print-limit 20 /tmp/cubeforge-gen golden "$G" tiny_v01 --backend cuda
-  grep -E "ERROR SUMMARY|Invalid|golden tiny" "$L/memcheck.log" | head -8
-fi
 tar -C "$L" -czf "$OUT/text-e2e-logs.tgz" .
 exit 0
