@@ -32,6 +32,7 @@ struct BenchArgs {
   int variant = 0;
   int reps = 2;
   bool quick = false;
+  int copy_mb = 2048;  // bench: buffer of the device-to-device copy that the bandwidth is compared with
   std::vector<int> attribute;  // cuda-check: engine variants compared (pass 0 only) against the same reference
 };
 
@@ -64,6 +65,7 @@ bool parse_args(int argc, char** argv, BenchArgs& a, const char* usage) {
     else if (k == "--variant") a.variant = std::atoi(val().c_str());
     else if (k == "--reps") a.reps = std::atoi(val().c_str());
     else if (k == "--quick") a.quick = true;
+    else if (k == "--copy-mb") a.copy_mb = std::atoi(val().c_str());
     else if (k == "--attribute") a.attribute = int_list(val());
     else if (k == "--help" || k == "-h") {
       std::printf("%s", usage);
@@ -175,7 +177,7 @@ double pct(std::vector<float> v, double q) {
 int run_bench(int argc, char** argv) {
   const char* usage =
       "usage: cubeforge-gen bench --synthetic v0.1|v0.5|tiny [--batches 1,2,4,8] [--steps-per-graph K] [--seed S]\n"
-      "                           [--no-pdl] [--variant BITS] [--reps R] [--quick]\n";
+      "                           [--no-pdl] [--variant BITS] [--reps R] [--quick] [--copy-mb MB]\n";
   BenchArgs a;
   if (!parse_args(argc, argv, a, usage)) return 0;
   std::string why;
@@ -185,7 +187,7 @@ int run_bench(int argc, char** argv) {
   }
   const Preset pr = make_preset(a.preset);
   const int maxP = *std::max_element(a.batches.begin(), a.batches.end());
-  const double copy_bw = measure_copy_bandwidth();
+  const double copy_bw = measure_copy_bandwidth((size_t)std::max(1, a.copy_mb) << 20);
   std::printf("device: %s\n", why.c_str());
   std::printf("device-to-device copy: %.0f GB/s (read + write)\n", copy_bw / 1e9);
   EngineOptions eo;

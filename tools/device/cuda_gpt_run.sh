@@ -4,7 +4,8 @@
 # Usage (device tool, repo root): bash tools/device/cuda_gpt_run.sh [STAGES]   STAGES: comma list of
 #   check,checkmicro,bench01,bench05,variants,profile,sanitize (default: all)
 # Env: FALLBACK=0     variant bits added to every command if the default path fails the smoke test;
-#      SANITIZE_BEFORE_S / SANITIZE_S / NO_INITCHECK: run memcheck only if started within that many seconds, its timeout.
+#      SANITIZE_BEFORE_S / SANITIZE_S / NO_INITCHECK / INITCHECK_S: run memcheck only if started within that many
+#      seconds, its timeout, skip initcheck, initcheck's timeout (default 150 s).
 #      ATTRIB="16,32"  engine variants teacher-forced against the same fp32 reference in check01 (error attribution);
 #      VARIANTS="16 256" variant bit sets benchmarked (v0.1, quick, batch 1) in the variants stage.
 set -uo pipefail
@@ -75,8 +76,9 @@ for k, v in agg.items(): print(f"{sum(v)/len(v):8.2f} us  x{len(v):3d}  {k[:110]
 PY
 fi
 if has sanitize && command -v compute-sanitizer >/dev/null && [ $(( $(date +%s) - T_START )) -lt ${SANITIZE_BEFORE_S:-100000} ]; then
-  run sanitize ${SANITIZE_S:-100} compute-sanitizer --tool memcheck --leak-check no --print-limit 20 "$BIN" bench --synthetic tiny --quick --batches 1,8 --reps 1
-  [ -n "${NO_INITCHECK:-}" ] || run initcheck 100 compute-sanitizer --tool initcheck --print-limit 20 "$BIN" bench --synthetic tiny --quick --batches 1 --reps 1
+  # --copy-mb 64: the bench's 2 GiB reference copy (10 reps) made initcheck run past its 100 s limit in session 7
+  run sanitize ${SANITIZE_S:-100} compute-sanitizer --tool memcheck --leak-check no --print-limit 20 "$BIN" bench --synthetic tiny --quick --batches 1,8 --reps 1 --copy-mb 64
+  [ -n "${NO_INITCHECK:-}" ] || run initcheck ${INITCHECK_S:-150} compute-sanitizer --tool initcheck --print-limit 20 "$BIN" bench --synthetic tiny --quick --batches 1 --reps 1 --copy-mb 64
 fi
 echo; echo "######## results"
 for f in "$OUT"/check01.log; do [ -f "$f" ] && { echo "--- $(basename "$f")"; grep -vE '^\s*$' "$f" | grep -vE '^  step [12]:' | tail -18; }; done

@@ -135,9 +135,44 @@ using Gemv1Down = Gemv1<F, 1, 8, 4, EPI_RESID, 3>;  // 768 items (192 tiles x 4-
 // session-6 kernels (PIPE 0) stay behind EngineOptions::variant bit 26.
 using GemvQkvP = Gemv<D, 1, 8, 1, EPI_QKV, true, 2, 1>;
 using GemvOprojP = Gemv<D, 1, 8, 1, EPI_RESID, false, 2, 1>;
-using GemvGateUpP = Gemv<D, 2, 8, 1, EPI_SWIGLU, true, 2, 1>;
 using GemvDownP = Gemv<F, 1, 8, 4, EPI_RESID, false, 2, 1>;
+// gate/up and lm_head (16-output tiles) stay PIPE 0 by default: with PIPE 1 they spill (156 / 304 B at 128
+// registers) and measured slower (session 7 run 1: 1.0295 ms with them, 1.0069 without). Bit 29: PIPE 1.
+using GemvGateUpP = Gemv<D, 2, 8, 1, EPI_SWIGLU, true, 2, 1>;
 using GemvLmP = Gemv<D, 2, 8, 1, EPI_LMHEAD, true, 2, 1>;
+
+// Full-K down-proj (gemv_fullk_kernel, session 7): one tile per block, the sums of the 4-way split-K kernel
+// (GemvDown) in the same order, no combine. R <= 8 and a grid of N / 8 blocks that fits in one wave, else false.
+struct GemvDownFullK {
+  static constexpr int K = F, NW = 8, KV = 4, NT = 8;
+  static constexpr size_t kActSmemMax = 100 * 1024;
+  static size_t act_bytes(int R) { return ((size_t)2 * R * (K + 32) * 2 + 15) & ~size_t(15); }
+  static bool act_smem(int R, bool allow) { return allow && act_bytes(R) <= kActSmemMax; }
+  static size_t smem(int R, bool act) {
+    const size_t a = act ? act_bytes(R) : 0, red = (size_t)KV * NW * 128 * 4;
+    return std::max(a, red) + (size_t)KV * 16 * NT * 4 + 16 * NT * 4 + 32 * 4;
+  }
+  static inline int occ = 0;
+  static void prepare() {
+    size_t m = 0;
+    for (int r = 1; r <= 8; ++r) m = std::max(m, smem(r, act_smem(r, true)));
+    CF_CUDA(cudaFuncSetAttribute(gemv_fullk_kernel<K, NW, KV>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)m));
+    for (int r = 1; r <= 8; ++r) {
+      int o = 0;
+      CF_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&o, gemv_fullk_kernel<K, NW, KV>, NW * 32,
+                                                            smem(r, act_smem(r, true))));
+      occ = r == 1 ? o : std::min(occ, o);
+    }
+  }
+  static bool run(const GemvParams& p0, cudaStream_t s, bool pdl, int nsm, bool allow_act = true) {
+    const int tiles = p0.N / NT;
+    if (p0.R > 8 || p0.N % NT || occ < 1 || tiles > nsm * occ) return false;
+    GemvParams p = p0;
+    p.act_smem = act_smem(p.R, allow_act) ? 1 : 0;
+    launch(gemv_fullk_kernel<K, NW, KV>, dim3(tiles), dim3(NW * 32), smem(p.R, p.act_smem != 0), s, pdl, p);
+    return true;
+  }
+};
 // Defaults measured best in session 3 (docs/cuda-gpt-notes.md); the others stay as EngineOptions::variant bits.
 using GemvQkv = Gemv<D, 1, 8, 1, EPI_QKV, true, 2>;      // 576 tiles of 8 outputs
 using GemvQkv16 = Gemv<D, 2, 8, 1, EPI_QKV, true, 2>;    // bit 6: 288 tiles of 16 (a 2nd round on 24 of 264 slots)
@@ -269,9 +304,10 @@ struct CudaGptEngine::Impl {
   int kseq_graph = 0;       // kernels of a graph step (timeline)
   bool act_stage = true;    // o-proj / down inputs staged in shared memory (variant bit 22 turns it off)
   int gemv_opt = 0;         // GemvParams::opt (variant bits 23..25: the session-5 LN prologue / lm tail / resid)
-  bool pipe = true;         // session 7: PIPE 1 persistent GEMVs (variant bit 26: the session-6 order)
+  bool pipe = true;         // session 7: PIPE 1 persistent qkv / o-proj / down GEMVs (bit 26: the session-6 order)
   bool one_round = true;    // session 7: qkv / down-proj as one-round GEMVs where they fit (variant bit 27: off)
-  bool pipe_wide_old = false;  // variant bit 29: gate/up and lm_head (16-output tiles) in the session-6 order
+  bool pipe_wide = false;   // variant bit 29: gate/up and lm_head (16-output tiles) with PIPE 1 (default PIPE 0)
+  bool down_fullk = true;   // full-K one-tile-per-block down-proj at R <= 8 (bit 30: the one-round split-K kernel)
   bool attn_serial = false; // variant bit 28: the session-6 attention split combine (one L2 round trip per split)
 
   int R = 0, P = 0;
@@ -519,6 +555,10 @@ struct CudaGptEngine::Impl {
     const size_t M = (size_t)Rmax * s;
     pc = dalloc<float>(M * D);
     pacc = dalloc<float>(2 * M * 2 * F);  // hi rows then lo rows (split_pre)
+    // Cleared once so that compute-sanitizer initcheck can run past the prefill: it reported the reads of this
+    // cuBLAS output by cond_qkv_post_kernel as uninitialised (session 7), although they are rows the GEMM just wrote
+    // (cuda-check's prefill-dependent errors are unchanged); initcheck does not seem to see the library's writes.
+    CF_CUDA(cudaMemset(pacc, 0, 2 * M * 2 * F * sizeof(float)));
     pact = dalloc<bf16>(2 * M * F);
     pq = dalloc<float>(M * D);
     patt = dalloc<bf16>(2 * M * D);
@@ -541,6 +581,7 @@ struct CudaGptEngine::Impl {
     GemvGateUpP::prepare();
     GemvDownP::prepare();
     GemvLmP::prepare();
+    GemvDownFullK::prepare();
     RingQkv::prepare(smem_optin);
     RingOproj::prepare(smem_optin);
     RingGateUp::prepare(smem_optin);
@@ -735,7 +776,7 @@ struct CudaGptEngine::Impl {
     g.tl = tl_slot(single_now ? "s.gateup" : "gateup");
     if (ring) RingGateUp::run(g, stream, pdl, nsm, ring_nst, smem_optin);
     else if (opts.variant & 256) GemvGateUpN::run(g, stream, pdl, nsm, per_sm);
-    else if (pipe && !pipe_wide_old) GemvGateUpP::run(g, stream, pdl, nsm, per_sm);
+    else if (pipe && pipe_wide) GemvGateUpP::run(g, stream, pdl, nsm, per_sm);
     else GemvGateUp::run(g, stream, pdl, nsm, per_sm);
     GemvParams d = base_params();
     d.W = w.x_dn;
@@ -750,7 +791,8 @@ struct CudaGptEngine::Impl {
     else if (opts.variant & 2) GemvDown16::run(d, stream, pdl, nsm, per_sm, act_stage);
     else if (opts.variant & 128) GemvDownKs2::run(d, stream, pdl, nsm, per_sm, act_stage);
     else if (opts.variant & 512) GemvDownKs8::run(d, stream, pdl, nsm, per_sm, act_stage);
-    else if (one_round && per_sm == 0 && Gemv1Down::run(d, stream, pdl, nsm, act_stage)) {
+    else if (one_round && per_sm == 0 && down_fullk && GemvDownFullK::run(d, stream, pdl, nsm, act_stage)) {
+    } else if (one_round && per_sm == 0 && Gemv1Down::run(d, stream, pdl, nsm, act_stage)) {
     } else if (pipe) GemvDownP::run(d, stream, pdl, nsm, per_sm, act_stage);
     else GemvDown::run(d, stream, pdl, nsm, per_sm, act_stage);
   }
@@ -793,7 +835,7 @@ struct CudaGptEngine::Impl {
     p.tl = tl_slot("lm_head");
     if (ring) RingLm::run(p, stream, pdl, nsm, ring_nst, smem_optin);
     else if (opts.variant & 256) GemvLmN::run(p, stream, pdl, nsm, per_sm);
-    else if (pipe && !pipe_wide_old) GemvLmP::run(p, stream, pdl, nsm, per_sm);
+    else if (pipe && pipe_wide) GemvLmP::run(p, stream, pdl, nsm, per_sm);
     else GemvLm::run(p, stream, pdl, nsm, per_sm);
     if (!k.step0) kseq_graph = kseq;
     if (k.topp) {
@@ -1016,11 +1058,14 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
   // residual read after the reduction, instead of session 6's shorter chains (same outputs either way).
   m.gemv_opt = ((opts.variant >> 23) & 1 ? OPT_LN_SERIAL : 0) | ((opts.variant >> 24) & 1 ? OPT_LM_PER_TILE : 0) |
                ((opts.variant >> 25) & 1 ? OPT_NO_RESID_PF : 0);
-  // bit 26: persistent GEMVs in the session-6 pipeline order (PIPE 0); bit 27: no one-round qkv / down-proj.
+  // bit 26: persistent GEMVs in the session-6 pipeline order (PIPE 0); bit 27: no one-round qkv / down-proj;
+  // bit 29: gate/up and lm_head with PIPE 1 (default PIPE 0); bit 30: down-proj as the one-round split-K kernel
+  // instead of the full-K one; bit 28: session-6 attention combine.
   m.pipe = (opts.variant & (1 << 26)) == 0;
   m.one_round = (opts.variant & (1 << 27)) == 0;
   m.attn_serial = (opts.variant & (1 << 28)) != 0;
-  m.pipe_wide_old = (opts.variant & (1 << 29)) != 0;
+  m.pipe_wide = (opts.variant & (1 << 29)) != 0;
+  m.down_fullk = (opts.variant & (1 << 30)) == 0;
   if (m.pf_attn && m.pf_dist == 0) m.pf_dist = (size_t)16 << 20;
   if (opts.verbose)
     std::fprintf(stderr, "cubeforge cuda: decode GEMVs: %s%s; L2 %d MB, prefetch %zu MB%s%s, weight loads %s%s%s\n",

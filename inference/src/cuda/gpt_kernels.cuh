@@ -614,7 +614,8 @@ __device__ __forceinline__ void gemv_load_w(uint4 (&w)[K / KSPLIT / (32 * NW)][N
 // PIPE 0: the session-3..6 order (the next-but-one tile's weights requested after this tile's reduction and
 // epilogue). PIPE 1 (session 7): both register sets requested before griddepcontrol.wait, and a set is refilled
 // with the next-but-one tile's weights right after its MMAs, so the reduction / split-K combine / epilogue chain
-// of a tile overlaps the loads of two tiles instead of one. Same values and summation order: outputs bitwise equal.
+// of a tile overlaps the loads of two tiles instead of one (both sets stay live through the epilogue: the 16-output
+// kernels spill at 128 registers). Same values and summation order: outputs bitwise equal.
 template <int K, int NTILE, int NW, int KSPLIT, int EPI, bool LN, bool M16, int MINB, int PIPE = 0>
 __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p) {
   constexpr int KS = K / KSPLIT;
@@ -735,21 +736,22 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
       t += G;
       if (t >= total) break;
     }
-    return;
-  }
-  for (;;) {
-    int tn = t + gridDim.x;
-    if (tn < total) gemv_load_w<K, NTILE, NW, KSPLIT>(wb, p.W, p.N, tn, warp, g, t4, p.blocked, pol, p.wmask);
-    process(wa, t, total);
-    __syncthreads();
-    if (tn >= total) break;
-    t = tn;
-    tn = t + gridDim.x;
-    if (tn < total) gemv_load_w<K, NTILE, NW, KSPLIT>(wa, p.W, p.N, tn, warp, g, t4, p.blocked, pol, p.wmask);
-    process(wb, t, total);
-    __syncthreads();
-    if (tn >= total) break;
-    t = tn;
+  } else {
+    for (;;) {
+      int tn = t + gridDim.x;
+      if (tn < total)
+        gemv_load_w<K, NTILE, NW, KSPLIT>(wb, p.W, p.N, tn, warp, g, t4, p.blocked, pol, p.wmask);
+      process(wa, t, total);
+      __syncthreads();
+      if (tn >= total) break;
+      t = tn;
+      tn = t + gridDim.x;
+      if (tn < total) gemv_load_w<K, NTILE, NW, KSPLIT>(wa, p.W, p.N, tn, warp, g, t4, p.blocked, pol, p.wmask);
+      process(wb, t, total);
+      __syncthreads();
+      if (tn >= total) break;
+      t = tn;
+    }
   }
 }
 
@@ -886,6 +888,91 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
     gemv_epilogue<NTILE, NW, EPI, 0>(p, outs + j * 16 * NT, flag + MAXT, tile * NT, tile, total, xpre[j], apre[j],
                                      have_pre);
   }
+}
+
+// ---- full-K residual GEMV (session 7): one 8-output tile per block, no split-K combine ---------------------------
+// For the down-proj (K = 6144) at R <= 8 rows: 192 tiles on <= 264 resident blocks, each block holds its whole tile
+// (96 KB: 24 16-byte fragments per thread) in registers, requested before griddepcontrol.wait. The sums keep the
+// order of the persistent KV-way split-K kernel (gemv_kernel<F, 1, 8, KV>): warp w's chunks of K range q are
+// accumulated separately, reduced over the warps in order per range, and the KV range sums added in order q = 0..
+// KV-1, so the outputs are bitwise those of the split-K kernel (batch 8, which runs it, stays equal to batch 1),
+// without its scratch writes, fence, atomics and second L2 round trip. The cross-warp buffer overlays the staged
+// input (dead after the MMAs).
+template <int K, int NW, int KV>
+__global__ void __launch_bounds__(NW * 32, 2) gemv_fullk_kernel(const GemvParams p) {
+  constexpr int CPW = K / (32 * NW), CPV = CPW / KV, NT = 8;
+  static_assert(CPV * KV == CPW && CPW * 32 * NW == K, "K split");
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
+  const int tile = blockIdx.x, n0 = tile * NT;
+  const TlStamp tls(p.tl);
+  uint4 w[CPW][1];
+  const uint64_t pol = p.evict_first ? policy_evict_first() : 0;
+  gemv_load_w<K, 1, NW, 1>(w, p.W, p.N, tile, warp, g, t4, p.blocked, pol, p.wmask);
+  pdl_wait();
+  tls.waited();
+  pdl_trigger();
+
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int R = p.R;
+  const bf16* act = reinterpret_cast<const bf16*>(smem);
+  const size_t act_end = gemv_stage_input<K, NW, false, 2>(p, smem, R, 0, K);
+  const size_t red_bytes = (size_t)KV * NW * 128 * 4;
+  float* red = reinterpret_cast<float*>(smem);  // overlays the staged input after the MMAs
+  float* outs = reinterpret_cast<float*>(smem + (act_end > red_bytes ? act_end : red_bytes));  // [KV][16][NT]
+  float* fin = outs + KV * 16 * NT;                                                           // [16][NT]
+  int* flag = reinterpret_cast<int*>(fin + 16 * NT);
+  const bool split = p.split != 0;
+  float xpre = 0.f, apre = 0.f;
+  const bool have_pre = R * NT <= NW * 32;
+  if (have_pre && (int)threadIdx.x < R * NT) {
+    const int r = threadIdx.x / NT, col = n0 + threadIdx.x % NT;
+    xpre = __ldcg(p.resid + (size_t)r * D + col);
+    if (p.add2) apre = __ldcg(p.add2 + (size_t)r * D + col);
+  }
+  float acc[KV][4];
+#pragma unroll
+  for (int q = 0; q < KV; ++q)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) acc[q][i] = 0.f;
+#pragma unroll
+  for (int c = 0; c < CPW; ++c) {
+    const int q = c / CPV;
+    const int k = (c * NW + warp) * 32 + t4 * 8;  // = the split-K kernel's chunk c % CPV of range q
+    uint4 a0, a1, l0, l1;
+    gemv_load_act<K, false>(p, act, p.act_smem != 0, R, g, k, split, a0, a1, l0, l1);
+    a1 = l0;  // rows 8..15 carry the lo parts of rows 0..7
+    mma_bf16_16816(acc[q], a0.x, a1.x, a0.y, a1.y, w[c][0].x, w[c][0].y);
+    mma_bf16_16816(acc[q], a0.z, a1.z, a0.w, a1.w, w[c][0].z, w[c][0].w);
+  }
+  __syncthreads();  // every warp is done with the staged input: red may overwrite it
+#pragma unroll
+  for (int q = 0; q < KV; ++q) {
+    if (split) {
+      acc[q][0] += acc[q][2];
+      acc[q][1] += acc[q][3];
+      acc[q][2] = acc[q][3] = 0.f;
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) red[((q * NW + warp) * 4 + i) * 32 + lane] = acc[q][i];
+  }
+  __syncthreads();
+  for (int e = threadIdx.x; e < KV * 128; e += NW * 32) {
+    const int q = e >> 7, i = (e >> 5) & 3, l = e & 31;
+    float s = 0.f;
+#pragma unroll
+    for (int ww = 0; ww < NW; ++ww) s += red[((q * NW + ww) * 4 + i) * 32 + l];
+    const int row = (l >> 2) + ((i & 2) ? 8 : 0), col = (l & 3) * 2 + (i & 1);
+    outs[(q * 16 + row) * NT + col] = s;
+  }
+  __syncthreads();
+  for (int e = threadIdx.x; e < R * NT; e += NW * 32) {
+    float s = 0.f;
+#pragma unroll
+    for (int q = 0; q < KV; ++q) s += outs[q * 16 * NT + e];
+    fin[e] = s;
+  }
+  __syncthreads();
+  gemv_epilogue<1, NW, EPI_RESID, 0>(p, fin, flag, n0, tile, gridDim.x, xpre, apre, have_pre);
 }
 
 // ---- ring GEMV: weights streamed through a shared-memory ring by the bulk copy engine --------------------------
