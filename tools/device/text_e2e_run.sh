@@ -40,7 +40,7 @@ import json, sys
 t = open(sys.argv[1]).read()
 j = json.loads(t[t.index('{'):])
 keys = ["backend", "text_backend", "shape_backend", "runs_total_ms", "load_ms", "text_ms", "prefill_ms", "gpt_ms",
-        "tpot_p50_ms", "latent_decode_ms", "occupancy_ms", "points_evaluated", "points_dense", "meshing_ms",
+        "tpot_mean_ms", "latent_decode_ms", "occupancy_ms", "points_evaluated", "points_dense", "meshing_ms",
         "cleanup_ms", "total_ms", "vertices", "faces"]
 for k in keys: print(f"  {k}: {j.get(k)}")
 PY
