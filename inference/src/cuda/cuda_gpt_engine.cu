@@ -141,8 +141,10 @@ using GemvDownP = Gemv<F, 1, 8, 4, EPI_RESID, false, 2, 1>;
 using GemvGateUpP = Gemv<D, 2, 8, 1, EPI_SWIGLU, true, 2, 1>;
 using GemvLmP = Gemv<D, 2, 8, 1, EPI_LMHEAD, true, 2, 1>;
 
-// Full-K down-proj (gemv_fullk_kernel, session 7): one tile per block, the sums of the 4-way split-K kernel
-// (GemvDown) in the same order, no combine. R <= 8 and a grid of N / 8 blocks that fits in one wave, else false.
+// Full-K down-proj (gemv_fullk_kernel, session 7, variant bit 30): one tile per block, the sums of the 4-way split-K
+// kernel (GemvDown) in the same order, no combine. R <= 8 and a grid of N / 8 blocks that fits in one wave, else
+// false. Measured slower than Gemv1Down (run 2: down 11.65 vs 11.0 us per layer; 127 registers with a 96 B spill,
+// and 60 of 132 SMs pull two 96 KB tiles).
 struct GemvDownFullK {
   static constexpr int K = F, NW = 8, KV = 4, NT = 8;
   static constexpr size_t kActSmemMax = 100 * 1024;
@@ -307,7 +309,8 @@ struct CudaGptEngine::Impl {
   bool pipe = true;         // session 7: PIPE 1 persistent qkv / o-proj / down GEMVs (bit 26: the session-6 order)
   bool one_round = true;    // session 7: qkv / down-proj as one-round GEMVs where they fit (variant bit 27: off)
   bool pipe_wide = false;   // variant bit 29: gate/up and lm_head (16-output tiles) with PIPE 1 (default PIPE 0)
-  bool down_fullk = true;   // full-K one-tile-per-block down-proj at R <= 8 (bit 30: the one-round split-K kernel)
+  bool down_fullk = false;  // variant bit 30: full-K one-tile-per-block down-proj at R <= 8 (run 2: slower than
+                            // the one-round split-K kernel, 1.0329 vs 0.9972 ms)
   bool attn_serial = false; // variant bit 28: the session-6 attention split combine (one L2 round trip per split)
 
   int R = 0, P = 0;
@@ -1059,13 +1062,13 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
   m.gemv_opt = ((opts.variant >> 23) & 1 ? OPT_LN_SERIAL : 0) | ((opts.variant >> 24) & 1 ? OPT_LM_PER_TILE : 0) |
                ((opts.variant >> 25) & 1 ? OPT_NO_RESID_PF : 0);
   // bit 26: persistent GEMVs in the session-6 pipeline order (PIPE 0); bit 27: no one-round qkv / down-proj;
-  // bit 29: gate/up and lm_head with PIPE 1 (default PIPE 0); bit 30: down-proj as the one-round split-K kernel
-  // instead of the full-K one; bit 28: session-6 attention combine.
+  // bit 29: gate/up and lm_head with PIPE 1 (default PIPE 0); bit 30: down-proj at R <= 8 as the full-K kernel
+  // instead of the one-round split-K one; bit 28: session-6 attention combine.
   m.pipe = (opts.variant & (1 << 26)) == 0;
   m.one_round = (opts.variant & (1 << 27)) == 0;
   m.attn_serial = (opts.variant & (1 << 28)) != 0;
   m.pipe_wide = (opts.variant & (1 << 29)) != 0;
-  m.down_fullk = (opts.variant & (1 << 30)) == 0;
+  m.down_fullk = (opts.variant & (1 << 30)) != 0;
   if (m.pf_attn && m.pf_dist == 0) m.pf_dist = (size_t)16 << 20;
   if (opts.verbose)
     std::fprintf(stderr, "cubeforge cuda: decode GEMVs: %s%s; L2 %d MB, prefetch %zu MB%s%s, weight loads %s%s%s\n",

@@ -88,6 +88,15 @@ struct TlStamp {
 };
 
 constexpr int PF_MAXSEG = 6;
+// A decode kernel's handoff point: everything before it may only read what was written at least two kernels back
+// (weights, earlier KV slots); it waits for the predecessor's results, stamps the timeline and lets the successor
+// launch (its blocks start as soon as resources free up and request their own weights).
+__device__ __forceinline__ void pdl_handoff(const TlStamp& tls) {
+  pdl_wait();
+  tls.waited();
+  pdl_trigger();
+}
+
 struct Prefetch {
   const unsigned char* ptr[PF_MAXSEG];
   unsigned long long bytes[PF_MAXSEG];  // multiples of 16, 16-byte aligned pointers
@@ -637,9 +646,7 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
     if (t + (int)gridDim.x < total)
       gemv_load_w<K, NTILE, NW, KSPLIT>(wb, p.W, p.N, t + gridDim.x, warp, g, t4, p.blocked, pol, p.wmask);
   if (threadIdx.x == 0) l2_prefetch_share(p.pf, blockIdx.x, gridDim.x);
-  pdl_wait();
-  tls.waited();
-  pdl_trigger();
+  pdl_handoff(tls);
 
   extern __shared__ __align__(16) unsigned char smem[];
   const int R = p.R;
@@ -783,9 +790,7 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
   for (int j = 0; j < MAXT; ++j)
     if ((int)blockIdx.x + j * G < total)
       gemv_load_w<K, NTILE, NW, KSPLIT>(w[j], p.W, p.N, blockIdx.x + j * G, warp, g, t4, p.blocked, pol, p.wmask);
-  pdl_wait();
-  tls.waited();
-  pdl_trigger();
+  pdl_handoff(tls);
 
   extern __shared__ __align__(16) unsigned char smem[];
   const int R = p.R;
@@ -908,9 +913,7 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv_fullk_kernel(const GemvParams
   uint4 w[CPW][1];
   const uint64_t pol = p.evict_first ? policy_evict_first() : 0;
   gemv_load_w<K, 1, NW, 1>(w, p.W, p.N, tile, warp, g, t4, p.blocked, pol, p.wmask);
-  pdl_wait();
-  tls.waited();
-  pdl_trigger();
+  pdl_handoff(tls);
 
   extern __shared__ __align__(16) unsigned char smem[];
   const int R = p.R;
@@ -1199,9 +1202,7 @@ __global__ void __launch_bounds__(128) attn_decode_kernel(const AttnParams p) {
       vreg[kk] = make_uint2(0, 0);
     }
   }
-  pdl_wait();
-  tls.waited();
-  pdl_trigger();
+  pdl_handoff(tls);
 
   __shared__ __align__(16) float qs[HD], kn[HD], vn[HD], red4[4], wm[4], wl[4], ow[4][HD];
   __shared__ int last;
