@@ -37,7 +37,9 @@ namespace {
 #ifdef CUBEFORGE_HAVE_CUDA
 const char* kUsage =
     "usage: cubeforge-gen bench-shape-gpu [options]\n"
-    "  --synthetic LIST   comma list of v0.1, v0.5, small (default v0.1,v0.5)\n"
+    "  --synthetic LIST   comma list of v0.1, v0.5, small, default (the default model's shape: width 192,\n"
+    "                     head_dim 32), tiny (width 32, head_dim 8), hd16 (width 80), hd128 (width 512)\n"
+    "                     (default v0.1,v0.5)\n"
     "  --rb LIST          resolution bases of the tokens->mesh table (default 7,8,9)\n"
     "  --reps N           runs per row (default 2; the table shows each run)\n"
     "  --check            compare with the CPU fp32 path first (writes a temporary safetensors file)\n"
@@ -86,7 +88,34 @@ ShapeConfig preset_config(const std::string& name) {
     c.num_decoder_layers = 4;
     return c;
   }
-  throw Error("--synthetic: unknown preset '" + name + "' (v0.1, v0.5, small)");
+  // Other head dims and widths (the engine's templated kernels; widths not a multiple of 256 use the masked row
+  // kernels): the default model's shape (width 192, head_dim 32, num_freqs 64), the golden cases' (width 32,
+  // head_dim 8), head_dim 16 and head_dim 128.
+  if (name == "default") {
+    c.width = 192;
+    c.num_heads = 6;
+    c.num_encoder_latents = 64;
+    c.num_codes = 1024;
+    c.embed_dim = 16;
+    c.num_freqs = 64;
+    c.num_encoder_layers = 4;
+    c.encoder_cross_attention_levels = {0, 2};
+    c.num_decoder_layers = 6;
+    return c;
+  }
+  if (name == "tiny" || name == "hd16" || name == "hd128") {
+    c.width = name == "tiny" ? 32 : name == "hd16" ? 80 : 512;
+    c.num_heads = name == "tiny" ? 4 : name == "hd16" ? 5 : 4;
+    c.num_encoder_latents = name == "hd128" ? 96 : 16;
+    c.num_codes = 128;
+    c.embed_dim = 8;
+    c.num_freqs = name == "hd16" ? 16 : 8;
+    c.num_encoder_layers = 2;
+    c.encoder_cross_attention_levels = {0};
+    c.num_decoder_layers = 2;
+    return c;
+  }
+  throw Error("--synthetic: unknown preset '" + name + "' (v0.1, v0.5, small, default, tiny, hd16, hd128)");
 }
 
 // Seeded random tensor, never zero: matrices ~ 1/sqrt(fan_in), embeddings ~ 1, norm weights 1 + 0.1 u, biases

@@ -90,7 +90,9 @@ struct ShapeStageTimes {
 class CudaShapeEngine {
  public:
   // Uploads the decoder-side weights as bf16 (one arena) and allocates the network scratch. Throws cubeforge::Error
-  // (no GPU, unsupported configuration: head_dim must be 64, width a multiple of 64; CUDA/cuBLAS errors).
+  // (no GPU, unsupported configuration: head_dim = width / num_heads must be 8, 16, 32, 64 or 128 and width at most
+  // 1024; out_dim 1; CUDA/cuBLAS errors). Widths that are multiples of 256 (the full-size models) use the row kernels'
+  // compile-time-width instantiations, others masked ones (docs/cuda-shape.md).
   static std::unique_ptr<CudaShapeEngine> create(const ShapeConfig& cfg, const ShapeWeightSource& weights,
                                                  const ShapeEngineOptions& opts = {});
   ~CudaShapeEngine();

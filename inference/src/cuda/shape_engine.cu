@@ -16,6 +16,7 @@
 #include <map>
 #include <thrust/iterator/counting_iterator.h>
 #include <tuple>
+#include <type_traits>
 
 #include "cubeforge/cuda_gpt.h"
 #include "cubeforge/cuda_shape.h"
@@ -213,7 +214,8 @@ struct EventPair {
 struct CudaShapeEngine::Impl {
   ShapeConfig cfg;
   ShapeEngineOptions opts;
-  int N = 0, Npad = 0, W = 0, H = 0, E = 0, codes = 0, nf = 0, F = 0, Fpad = 0, CPL = 0, Mt = 0;
+  int N = 0, Npad = 0, W = 0, H = 0, HD = 0, E = 0, codes = 0, nf = 0, F = 0, Fpad = 0, CPL = 0, Mt = 0;
+  bool full_rows = true;  // W a multiple of 256: the row kernels' compile-time-width instantiations
   float eps = 1e-6f;
   cudaStream_t stream = nullptr;
   size_t total_bytes = 0, weights_bytes = 0;  // before gemm: its workspace reports into total_bytes
@@ -323,58 +325,81 @@ struct CudaShapeEngine::Impl {
     return ms;
   }
 
-  // ---- kernels with width dispatch --------------------------------------------------------------------------------
-  void ln_bf16(const bf16* x, bf16* y, long rows) {
-    const unsigned b = blocks_for(size_t(rows), 8);
+  // ---- kernels with width / head-dim dispatch (host switches over template instantiations) -----------------------
+  // Row kernels: CPL = ceil(W / 256) vectors of 8 per lane; full_rows (W % 256 == 0) picks the compile-time-width
+  // instantiation (the full-size model's code), else the masked one with W passed at run time.
+  template <typename Launch>
+  void rows_dispatch(const Launch& launch) {
+#define CF_ROWS_CASE(c)                                                                          \
+  case c:                                                                                        \
+    if (full_rows) launch(std::integral_constant<int, c>{}, std::true_type{});                   \
+    else launch(std::integral_constant<int, c>{}, std::false_type{});                            \
+    break;
     switch (CPL) {
-      case 1: ln_bf16_kernel<1><<<b, 256, 0, stream>>>(x, y, rows, eps); break;
-      case 2: ln_bf16_kernel<2><<<b, 256, 0, stream>>>(x, y, rows, eps); break;
-      case 3: ln_bf16_kernel<3><<<b, 256, 0, stream>>>(x, y, rows, eps); break;
-      default: ln_bf16_kernel<4><<<b, 256, 0, stream>>>(x, y, rows, eps); break;
+      CF_ROWS_CASE(1)
+      CF_ROWS_CASE(2)
+      CF_ROWS_CASE(3)
+      CF_ROWS_CASE(4)
+      default: throw Error("CUDA shape: width " + std::to_string(W) + " above 1024");
+    }
+#undef CF_ROWS_CASE
+    CF_CHECK_LAUNCH();
+  }
+  template <typename Launch>
+  void hd_dispatch(const Launch& launch) {
+    switch (HD) {
+      case 8: launch(std::integral_constant<int, 8>{}); break;
+      case 16: launch(std::integral_constant<int, 16>{}); break;
+      case 32: launch(std::integral_constant<int, 32>{}); break;
+      case 64: launch(std::integral_constant<int, 64>{}); break;
+      case 128: launch(std::integral_constant<int, 128>{}); break;
+      default: throw Error("CUDA shape: head_dim " + std::to_string(HD) + " has no kernel");
     }
     CF_CHECK_LAUNCH();
+  }
+  void ln_bf16(const bf16* x, bf16* y, long rows) {
+    const unsigned b = blocks_for(size_t(rows), 8);
+    rows_dispatch([&](auto cpl, auto full) {
+      ln_bf16_kernel<decltype(cpl)::value, decltype(full)::value><<<b, 256, 0, stream>>>(x, y, rows, eps, W);
+    });
   }
   void resid_ln(float* h, const bf16* o, bf16* t, long rows) {
     const unsigned b = blocks_for(size_t(rows), 8);
-    switch (CPL) {
-      case 1: resid_ln_f32_kernel<1><<<b, 256, 0, stream>>>(h, o, t, rows, eps); break;
-      case 2: resid_ln_f32_kernel<2><<<b, 256, 0, stream>>>(h, o, t, rows, eps); break;
-      case 3: resid_ln_f32_kernel<3><<<b, 256, 0, stream>>>(h, o, t, rows, eps); break;
-      default: resid_ln_f32_kernel<4><<<b, 256, 0, stream>>>(h, o, t, rows, eps); break;
-    }
-    CF_CHECK_LAUNCH();
+    rows_dispatch([&](auto cpl, auto full) {
+      resid_ln_f32_kernel<decltype(cpl)::value, decltype(full)::value><<<b, 256, 0, stream>>>(h, o, t, rows, eps, W);
+    });
   }
   void head(const bf16* q0, long rows, float* out, const PointSet& ps, float* vals, uint32_t* bts) {
     const unsigned b = blocks_for(size_t(rows), 8);
-    switch (CPL) {
-      case 1: head_kernel<1><<<b, 256, 0, stream>>>(q0, rows, eps, lnf_w, lnf_b, head_w, head_b, out, ps, vals, bts); break;
-      case 2: head_kernel<2><<<b, 256, 0, stream>>>(q0, rows, eps, lnf_w, lnf_b, head_w, head_b, out, ps, vals, bts); break;
-      case 3: head_kernel<3><<<b, 256, 0, stream>>>(q0, rows, eps, lnf_w, lnf_b, head_w, head_b, out, ps, vals, bts); break;
-      default: head_kernel<4><<<b, 256, 0, stream>>>(q0, rows, eps, lnf_w, lnf_b, head_w, head_b, out, ps, vals, bts); break;
-    }
-    CF_CHECK_LAUNCH();
+    rows_dispatch([&](auto cpl, auto full) {
+      head_kernel<decltype(cpl)::value, decltype(full)::value><<<b, 256, 0, stream>>>(
+          q0, rows, eps, lnf_w, lnf_b, head_w, head_b, out, ps, vals, bts, W);
+    });
   }
   void attention(const bf16* Q, int q_stride, long P, const bf16* K, const bf16* Vt, int Nkv, bf16* O, int o_stride) {
     if (P <= 0) return;
-    const float scale_log2 = float(1.0 / std::sqrt(double(kHd)) * 1.4426950408889634);
-    attention_kernel<<<dim3(unsigned((P + kAttnRows - 1) / kAttnRows), unsigned(H)), kAttnRows * 2, 0, stream>>>(
-        Q, q_stride, int(P), K, Vt, Nkv, Npad, scale_log2, O, o_stride);
-    CF_CHECK_LAUNCH();
+    const float scale_log2 = float(1.0 / std::sqrt(double(HD)) * 1.4426950408889634);
+    const dim3 grid(unsigned((P + kAttnRows - 1) / kAttnRows), unsigned(H));
+    hd_dispatch([&](auto hd) {
+      attention_kernel<decltype(hd)::value><<<grid, kAttnRows * 2, 0, stream>>>(Q, q_stride, int(P), K, Vt, Nkv, Npad,
+                                                                                 scale_log2, O, o_stride);
+    });
   }
   void split_heads(const bf16* src, int src_stride, int T, int q_off, int k_off, int v_off, const float* qn,
                    const float* kn, bf16* Qo, bf16* K, bf16* Vt) {
     const size_t warps = size_t(T) * H;
-    split_heads_kernel<<<blocks_for(warps, 8), 256, 0, stream>>>(src, src_stride, T, H, q_off, k_off, v_off, qn, kn, Qo,
-                                                                 K, Vt, Npad);
-    CF_CHECK_LAUNCH();
+    hd_dispatch([&](auto hd) {
+      split_heads_kernel<decltype(hd)::value><<<blocks_for(warps, 8), 256, 0, stream>>>(
+          src, src_stride, T, H, q_off, k_off, v_off, qn, kn, Qo, K, Vt, Npad);
+    });
   }
 
   // ---- latent side -------------------------------------------------------------------------------------------------
   // lat (T rows) → t = bf16(LN(lat)) → cross-attention keys/values of the occupancy decoder.
   void occupancy_kv(int T, bool ln_needed) {
     if (ln_needed) resid_ln(lat, nullptr, lt, T);
-    CF_CUDA(cudaMemsetAsync(occK, 0, size_t(H) * Npad * kHd * 2, stream));
-    CF_CUDA(cudaMemsetAsync(occVt, 0, size_t(H) * Npad * kHd * 2, stream));
+    CF_CUDA(cudaMemsetAsync(occK, 0, size_t(H) * Npad * HD * 2, stream));
+    CF_CUDA(cudaMemsetAsync(occVt, 0, size_t(H) * Npad * HD * 2, stream));
     gemm.run(stream, lt, T, W, kv_w, 2 * W, kv_b, kvtmp, Gemm::kBias, false);
     split_heads(kvtmp, 2 * W, T, -1, 0, W, nullptr, nullptr, nullptr, occK, occVt);
     lat_rows = T;
@@ -383,8 +408,8 @@ struct CudaShapeEngine::Impl {
 
   void run_decoder(int T) {
     resid_ln(lat, nullptr, lt, T);
-    CF_CUDA(cudaMemsetAsync(lK, 0, size_t(H) * Npad * kHd * 2, stream));
-    CF_CUDA(cudaMemsetAsync(lVt, 0, size_t(H) * Npad * kHd * 2, stream));
+    CF_CUDA(cudaMemsetAsync(lK, 0, size_t(H) * Npad * HD * 2, stream));
+    CF_CUDA(cudaMemsetAsync(lVt, 0, size_t(H) * Npad * HD * 2, stream));
     for (const LayerW& L : layers) {
       gemm.run(stream, lt, T, W, L.qkv, 3 * W, L.qkv_b, lqkv, Gemm::kBias, false);
       split_heads(lqkv, 3 * W, T, 0, W, 2 * W, L.qn, L.kn, lq, lK, lVt);
@@ -639,11 +664,17 @@ std::unique_ptr<CudaShapeEngine> CudaShapeEngine::create(const ShapeConfig& cfg,
                                                          const ShapeEngineOptions& opts) {
   std::string why;
   if (!cuda_available(&why)) throw Error("CUDA shape engine unavailable: " + why);
-  if (cfg.num_heads <= 0 || cfg.width != cfg.num_heads * kHd)
-    throw Error("CUDA shape engine: head_dim must be 64 (width " + std::to_string(cfg.width) + ", " +
-                std::to_string(cfg.num_heads) + " heads)");
-  if (cfg.width % 256 != 0 || cfg.width > 1024)
-    throw Error("CUDA shape engine: width must be a multiple of 256 up to 1024, got " + std::to_string(cfg.width));
+  if (cfg.num_heads <= 0 || cfg.width <= 0 || cfg.width % cfg.num_heads != 0)
+    throw Error("CUDA shape engine: width " + std::to_string(cfg.width) + " is not a multiple of num_heads " +
+                std::to_string(cfg.num_heads));
+  const int hd = cfg.width / cfg.num_heads;
+  if (hd != 8 && hd != 16 && hd != 32 && hd != 64 && hd != 128)
+    throw Error("CUDA shape engine: head_dim must be 8, 16, 32, 64 or 128 (width " + std::to_string(cfg.width) + ", " +
+                std::to_string(cfg.num_heads) + " heads: head_dim " + std::to_string(hd) + ")");
+  if (cfg.width > 1024)  // row kernels: at most 4 vectors of 8 per lane (width % 8 == 0 follows from head_dim)
+    throw Error("CUDA shape engine: width must be at most 1024, got " + std::to_string(cfg.width));
+  if (cfg.num_freqs < 1 || cfg.embed_dim < 1 || cfg.num_codes < 1 || cfg.num_encoder_latents < 1)
+    throw Error("CUDA shape engine: num_freqs, embed_dim, num_codes and num_encoder_latents must be positive");
   if (cfg.out_dim != 1) throw Error("CUDA shape engine: out_dim must be 1");
   if (!src.get) throw Error("CUDA shape engine: no weight source");
 
@@ -660,7 +691,9 @@ std::unique_ptr<CudaShapeEngine> CudaShapeEngine::create(const ShapeConfig& cfg,
   m.nf = cfg.num_freqs;
   m.F = cfg.fourier_dim();
   m.Fpad = int(round_up(size_t(m.F), 8));
-  m.CPL = m.W / 256;
+  m.HD = hd;
+  m.CPL = (m.W + 255) / 256;
+  m.full_rows = m.W % 256 == 0;
   m.eps = cfg.eps;
   m.Mt = grid_points_per_axis(kTableMaxRb);
   const int W = m.W, N = m.N;
@@ -724,8 +757,8 @@ std::unique_ptr<CudaShapeEngine> CudaShapeEngine::create(const ShapeConfig& cfg,
     L.up_b = m.upload_bf16(get(p + "mlp.up_proj.bias", {4 * W}));
     L.dn = m.upload_bf16(get(p + "mlp.down_proj.weight", {W, 4 * W}));
     L.dn_b = m.upload_bf16(get(p + "mlp.down_proj.bias", {W}));
-    L.qn = m.upload_f32(get(p + "attn.q_norm.weight", {kHd}));
-    L.kn = m.upload_f32(get(p + "attn.k_norm.weight", {kHd}));
+    L.qn = m.upload_f32(get(p + "attn.q_norm.weight", {m.HD}));
+    L.kn = m.upload_f32(get(p + "attn.k_norm.weight", {m.HD}));
     m.layers.push_back(L);
   }
 
@@ -793,7 +826,7 @@ std::unique_ptr<CudaShapeEngine> CudaShapeEngine::create(const ShapeConfig& cfg,
   }
 
   // latent decoder scratch and shape state
-  const size_t hp = size_t(m.H) * m.Npad * kHd;
+  const size_t hp = size_t(m.H) * m.Npad * m.HD;
   m.lat = m.dalloc<float>(size_t(N) * W);
   m.ids_d = m.dalloc<int>(N);
   m.lt = m.dalloc<bf16>(size_t(N) * W);

@@ -2,7 +2,8 @@
 // (cross-attention of query points over the latents, and the latent decoder's self-attention), LayerNorm /
 // RMSNorm / residual kernels, the occupancy decoder's first layer (per-axis tables for grid points, Fourier features
 // for arbitrary points), the occupancy head, the latent decoder's input and the bias/activation fall-back.
-// Conventions: row-major activations, bf16 storage, fp32 math; head_dim 64; width a multiple of 256 (<= 1024).
+// Conventions: row-major activations, bf16 storage, fp32 math; head_dim HD in {8, 16, 32, 64, 128} (templates);
+// width a multiple of 8 up to 1024 (row kernels: a compile-time width for multiples of 256, else masked lanes).
 #pragma once
 #include <cstdint>
 
@@ -17,7 +18,6 @@ using detail::pack_bf2;
 using detail::round_bf;
 using detail::warp_sum;
 
-constexpr int kHd = 64;          // head dim the attention kernel supports
 constexpr int kAttnRows = 128;   // query rows per attention block (8 warps x 16)
 constexpr int kAttnTile = 64;    // latents per K/V tile
 constexpr int kTableMaxRb = 9;   // per-axis tables hold the rb-9 axis (513 coordinates)
@@ -45,42 +45,60 @@ __device__ __forceinline__ uint4 pack8(const float (&f)[8]) {
 }
 
 // ---- attention ---------------------------------------------------------------------------------------------------
-// O[p, h*64 + d] = softmax_j(scale * Q_h[p] . K_h[j]) V_h[j][d] over j < Nkv, for p < P, every head h = blockIdx.y.
-// K: [H][Npad][64] (row j of head h), Vt: [H][64][Npad] (transposed), both zero beyond Nkv. Grid (ceil(P/128), H),
+// O[p, h*HD + d] = softmax_j(scale * Q_h[p] . K_h[j]) V_h[j][d] over j < Nkv, for p < P, every head h = blockIdx.y.
+// K: [H][Npad][HD] (row j of head h), Vt: [H][HD][Npad] (transposed), both zero beyond Nkv. Grid (ceil(P/128), H),
 // 256 threads; each warp owns 16 query rows (the 8 warps share each K/V tile: L2 reads per point halve vs 64 rows); online softmax in fp32 (exp2 with scale folded into scale_log2),
 // probabilities rounded to bf16 for the P.V product (as flash attention does).
+// HD (head dim) in {8, 16, 32, 64, 128}: Q.K^T runs ceil(HD/16) k-steps of m16n8k16 (HD 8: the upper half of the one
+// step is zero), P.V writes HD/8 n-tiles. HD 64 is the full-size model's instantiation (unchanged code).
+template <int HD>
 __global__ void __launch_bounds__(256) attention_kernel(const bf16* __restrict__ Q, int q_stride, int P,
                                                         const bf16* __restrict__ K, const bf16* __restrict__ Vt,
                                                         int Nkv, int Npad, float scale_log2, bf16* __restrict__ O,
                                                         int o_stride) {
-  __shared__ __align__(16) bf16 Ks[kAttnTile][kHd + 8];
-  __shared__ __align__(16) bf16 Vs[kHd][kAttnTile + 8];
+  static_assert(HD == 8 || HD == 16 || HD == 32 || HD == 64 || HD == 128, "head dim");
+  constexpr int KS = (HD + 15) / 16;  // k-steps of Q.K^T
+  constexpr int NO = HD / 8;          // n-tiles of the output
+  constexpr bool kHalf = HD < 16;     // HD 8: columns 8..15 of the k-step are zero
+  __shared__ __align__(16) bf16 Ks[kAttnTile][HD + 8];
+  __shared__ __align__(16) bf16 Vs[HD][kAttnTile + 8];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
   const int h = blockIdx.y;
   const long r0 = long(blockIdx.x) * kAttnRows + warp * 16 + g, r1 = r0 + 8;
-  const bf16* Qh = Q + h * kHd;
-  uint32_t qa[4][4];
+  const bf16* Qh = Q + h * HD;
+  uint32_t qa[KS][4];
 #pragma unroll
-  for (int ks = 0; ks < 4; ++ks) {
+  for (int ks = 0; ks < KS; ++ks) {
     const int c = ks * 16 + t4 * 2;
     qa[ks][0] = r0 < P ? *reinterpret_cast<const uint32_t*>(Qh + r0 * q_stride + c) : 0u;
     qa[ks][1] = r1 < P ? *reinterpret_cast<const uint32_t*>(Qh + r1 * q_stride + c) : 0u;
-    qa[ks][2] = r0 < P ? *reinterpret_cast<const uint32_t*>(Qh + r0 * q_stride + c + 8) : 0u;
-    qa[ks][3] = r1 < P ? *reinterpret_cast<const uint32_t*>(Qh + r1 * q_stride + c + 8) : 0u;
+    qa[ks][2] = !kHalf && r0 < P ? *reinterpret_cast<const uint32_t*>(Qh + r0 * q_stride + c + 8) : 0u;
+    qa[ks][3] = !kHalf && r1 < P ? *reinterpret_cast<const uint32_t*>(Qh + r1 * q_stride + c + 8) : 0u;
   }
-  float o[8][4];
+  float o[NO][4];
 #pragma unroll
-  for (int i = 0; i < 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
+  for (int i = 0; i < NO; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
   float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;
-  const bf16* Kh = K + size_t(h) * Npad * kHd;
-  const bf16* Vh = Vt + size_t(h) * kHd * Npad;
+  const bf16* Kh = K + size_t(h) * Npad * HD;
+  const bf16* Vh = Vt + size_t(h) * HD * Npad;
 
   for (int n0 = 0; n0 < Nkv; n0 += kAttnTile) {
     __syncthreads();
-    for (int i = threadIdx.x; i < kAttnTile * kHd / 8; i += blockDim.x) {
-      const int r = i >> 3, c8 = (i & 7) * 8;
-      *reinterpret_cast<uint4*>(&Ks[r][c8]) = *reinterpret_cast<const uint4*>(Kh + size_t(n0 + r) * kHd + c8);
-      *reinterpret_cast<uint4*>(&Vs[r][c8]) = *reinterpret_cast<const uint4*>(Vh + size_t(r) * Npad + n0 + c8);
+    if constexpr (HD == kAttnTile) {
+      for (int i = threadIdx.x; i < kAttnTile * HD / 8; i += blockDim.x) {
+        const int r = i >> 3, c8 = (i & 7) * 8;
+        *reinterpret_cast<uint4*>(&Ks[r][c8]) = *reinterpret_cast<const uint4*>(Kh + size_t(n0 + r) * HD + c8);
+        *reinterpret_cast<uint4*>(&Vs[r][c8]) = *reinterpret_cast<const uint4*>(Vh + size_t(r) * Npad + n0 + c8);
+      }
+    } else {
+      for (int i = threadIdx.x; i < kAttnTile * HD / 8; i += blockDim.x) {
+        const int r = i / (HD / 8), c8 = (i % (HD / 8)) * 8;
+        *reinterpret_cast<uint4*>(&Ks[r][c8]) = *reinterpret_cast<const uint4*>(Kh + size_t(n0 + r) * HD + c8);
+      }
+      for (int i = threadIdx.x; i < HD * kAttnTile / 8; i += blockDim.x) {
+        const int r = i >> 3, c8 = (i & 7) * 8;
+        *reinterpret_cast<uint4*>(&Vs[r][c8]) = *reinterpret_cast<const uint4*>(Vh + size_t(r) * Npad + n0 + c8);
+      }
     }
     __syncthreads();
     float s[8][4];
@@ -88,9 +106,9 @@ __global__ void __launch_bounds__(256) attention_kernel(const bf16* __restrict__
     for (int nt = 0; nt < 8; ++nt) {
       s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
 #pragma unroll
-      for (int ks = 0; ks < 4; ++ks) {
+      for (int ks = 0; ks < KS; ++ks) {
         const uint32_t b0 = *reinterpret_cast<const uint32_t*>(&Ks[nt * 8 + g][ks * 16 + t4 * 2]);
-        const uint32_t b1 = *reinterpret_cast<const uint32_t*>(&Ks[nt * 8 + g][ks * 16 + t4 * 2 + 8]);
+        const uint32_t b1 = kHalf ? 0u : *reinterpret_cast<const uint32_t*>(&Ks[nt * 8 + g][ks * 16 + t4 * 2 + 8]);
         mma_bf16_16816(s[nt], qa[ks][0], qa[ks][1], qa[ks][2], qa[ks][3], b0, b1);
       }
     }
@@ -119,10 +137,12 @@ __global__ void __launch_bounds__(256) attention_kernel(const bf16* __restrict__
     l1 *= a1;
 #pragma unroll
     for (int nt = 0; nt < 8; ++nt) {
-      o[nt][0] *= a0;
-      o[nt][1] *= a0;
-      o[nt][2] *= a1;
-      o[nt][3] *= a1;
+      if (nt < NO) {
+        o[nt][0] *= a0;
+        o[nt][1] *= a0;
+        o[nt][2] *= a1;
+        o[nt][3] *= a1;
+      }
       s[nt][0] = exp2f(s[nt][0] - mn0);
       s[nt][1] = exp2f(s[nt][1] - mn0);
       s[nt][2] = exp2f(s[nt][2] - mn1);
@@ -137,7 +157,7 @@ __global__ void __launch_bounds__(256) attention_kernel(const bf16* __restrict__
       const uint32_t pa2 = pack_bf2(s[2 * j + 1][0], s[2 * j + 1][1]);
       const uint32_t pa3 = pack_bf2(s[2 * j + 1][2], s[2 * j + 1][3]);
 #pragma unroll
-      for (int nt = 0; nt < 8; ++nt) {
+      for (int nt = 0; nt < NO; ++nt) {
         const uint32_t b0 = *reinterpret_cast<const uint32_t*>(&Vs[nt * 8 + g][j * 16 + t4 * 2]);
         const uint32_t b1 = *reinterpret_cast<const uint32_t*>(&Vs[nt * 8 + g][j * 16 + t4 * 2 + 8]);
         mma_bf16_16816(o[nt], pa0, pa1, pa2, pa3, b0, b1);
@@ -149,19 +169,25 @@ __global__ void __launch_bounds__(256) attention_kernel(const bf16* __restrict__
   l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
   l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
   const float i0 = 1.0f / l0, i1 = 1.0f / l1;
-  bf16* Oh = O + h * kHd;
+  bf16* Oh = O + h * HD;
 #pragma unroll
-  for (int nt = 0; nt < 8; ++nt) {
+  for (int nt = 0; nt < NO; ++nt) {
     const int c = nt * 8 + t4 * 2;
     if (r0 < P) *reinterpret_cast<uint32_t*>(Oh + r0 * o_stride + c) = pack_bf2(o[nt][0] * i0, o[nt][1] * i0);
     if (r1 < P) *reinterpret_cast<uint32_t*>(Oh + r1 * o_stride + c) = pack_bf2(o[nt][2] * i1, o[nt][3] * i1);
   }
 }
 
-// ---- LayerNorm (no affine) of bf16 rows -> bf16 rows; one warp per row; W = CPL * 256 -------------------------------
-template <int CPL>
-__global__ void ln_bf16_kernel(const bf16* __restrict__ x, bf16* __restrict__ y, long rows, float eps) {
-  constexpr int W = CPL * 256;
+// Row kernels below: one warp per row, lane l holds the 8-element vectors l, l + 32, ... (CPL of them). kFull: W =
+// CPL * 256 at compile time (the full-size model's widths, unchanged code); else W (a multiple of 8, <= CPL * 256) is
+// the run-time argument w and the lanes past its last vector hold zeros that take no part in the sums.
+#define CF_ROW_WIDTH() const int W = kFull ? CPL * 256 : w
+#define CF_VEC_ON(c) (kFull || ((c) * 32 + lane) * 8 < W)
+
+// ---- LayerNorm (no affine) of bf16 rows -> bf16 rows ---------------------------------------------------------------
+template <int CPL, bool kFull>
+__global__ void ln_bf16_kernel(const bf16* __restrict__ x, bf16* __restrict__ y, long rows, float eps, int w) {
+  CF_ROW_WIDTH();
   const long row = long(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
   const int lane = threadIdx.x & 31;
   if (row >= rows) return;
@@ -169,22 +195,30 @@ __global__ void ln_bf16_kernel(const bf16* __restrict__ x, bf16* __restrict__ y,
   float s = 0.0f;
 #pragma unroll
   for (int c = 0; c < CPL; ++c) {
-    unpack8(*reinterpret_cast<const uint4*>(x + row * W + (c * 32 + lane) * 8), v[c]);
+    if (CF_VEC_ON(c)) {
+      unpack8(*reinterpret_cast<const uint4*>(x + row * W + (c * 32 + lane) * 8), v[c]);
+    } else {
+#pragma unroll
+      for (int e = 0; e < 8; ++e) v[c][e] = 0.0f;
+    }
 #pragma unroll
     for (int e = 0; e < 8; ++e) s += v[c][e];
   }
   const float mean = warp_sum(s) * (1.0f / W);
   float q = 0.0f;
 #pragma unroll
-  for (int c = 0; c < CPL; ++c)
+  for (int c = 0; c < CPL; ++c) {
+    if (!CF_VEC_ON(c)) continue;
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
       const float t = v[c][e] - mean;
       q += t * t;
     }
+  }
   const float r = rsqrtf(warp_sum(q) * (1.0f / W) + eps);
 #pragma unroll
   for (int c = 0; c < CPL; ++c) {
+    if (!CF_VEC_ON(c)) continue;
     float o[8];
 #pragma unroll
     for (int e = 0; e < 8; ++e) o[e] = (v[c][e] - mean) * r;
@@ -192,11 +226,11 @@ __global__ void ln_bf16_kernel(const bf16* __restrict__ x, bf16* __restrict__ y,
   }
 }
 
-// ---- fp32 residual stream: h += o (bf16, optional), t = bf16(LN(h)); one warp per row ------------------------------
-template <int CPL>
+// ---- fp32 residual stream: h += o (bf16, optional), t = bf16(LN(h)) -------------------------------------------------
+template <int CPL, bool kFull>
 __global__ void resid_ln_f32_kernel(float* __restrict__ h, const bf16* __restrict__ o, bf16* __restrict__ t, long rows,
-                                    float eps) {
-  constexpr int W = CPL * 256;
+                                    float eps, int w) {
+  CF_ROW_WIDTH();
   const long row = long(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
   const int lane = threadIdx.x & 31;
   if (row >= rows) return;
@@ -204,6 +238,11 @@ __global__ void resid_ln_f32_kernel(float* __restrict__ h, const bf16* __restric
   float s = 0.0f;
 #pragma unroll
   for (int c = 0; c < CPL; ++c) {
+    if (!CF_VEC_ON(c)) {
+#pragma unroll
+      for (int e = 0; e < 8; ++e) v[c][e] = 0.0f;
+      continue;
+    }
     float* hp = h + row * W + (c * 32 + lane) * 8;
     const float4 a = *reinterpret_cast<const float4*>(hp), b = *reinterpret_cast<const float4*>(hp + 4);
     v[c][0] = a.x; v[c][1] = a.y; v[c][2] = a.z; v[c][3] = a.w;
@@ -222,15 +261,18 @@ __global__ void resid_ln_f32_kernel(float* __restrict__ h, const bf16* __restric
   const float mean = warp_sum(s) * (1.0f / W);
   float q = 0.0f;
 #pragma unroll
-  for (int c = 0; c < CPL; ++c)
+  for (int c = 0; c < CPL; ++c) {
+    if (!CF_VEC_ON(c)) continue;
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
       const float d = v[c][e] - mean;
       q += d * d;
     }
+  }
   const float r = rsqrtf(warp_sum(q) * (1.0f / W) + eps);
 #pragma unroll
   for (int c = 0; c < CPL; ++c) {
+    if (!CF_VEC_ON(c)) continue;
     float y[8];
 #pragma unroll
     for (int e = 0; e < 8; ++e) y[e] = (v[c][e] - mean) * r;
@@ -363,12 +405,12 @@ __global__ void bias_act_kernel(bf16* __restrict__ y, long rows, int cols, const
 }
 
 // Occupancy head: logit = bf16(c_head(bf16(LN_affine(q0)))) as fp32. Written to out[p] (if out) or, for grid points,
-// to values[flat] with the point's evaluated bit set (if values). One warp per point.
-template <int CPL>
+// to values[flat] with the point's evaluated bit set (if values). One warp per point (row kernel, see above).
+template <int CPL, bool kFull>
 __global__ void head_kernel(const bf16* __restrict__ q0, long rows, float eps, const float* __restrict__ lw,
                             const float* __restrict__ lb, const float* __restrict__ hw, float hb, float* __restrict__ out,
-                            PointSet ps, float* __restrict__ values, uint32_t* __restrict__ bits) {
-  constexpr int W = CPL * 256;
+                            PointSet ps, float* __restrict__ values, uint32_t* __restrict__ bits, int w) {
+  CF_ROW_WIDTH();
   const long row = long(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
   const int lane = threadIdx.x & 31;
   if (row >= rows) return;
@@ -376,28 +418,37 @@ __global__ void head_kernel(const bf16* __restrict__ q0, long rows, float eps, c
   float s = 0.0f;
 #pragma unroll
   for (int c = 0; c < CPL; ++c) {
-    unpack8(*reinterpret_cast<const uint4*>(q0 + row * W + (c * 32 + lane) * 8), v[c]);
+    if (CF_VEC_ON(c)) {
+      unpack8(*reinterpret_cast<const uint4*>(q0 + row * W + (c * 32 + lane) * 8), v[c]);
+    } else {
+#pragma unroll
+      for (int e = 0; e < 8; ++e) v[c][e] = 0.0f;
+    }
 #pragma unroll
     for (int e = 0; e < 8; ++e) s += v[c][e];
   }
   const float mean = warp_sum(s) * (1.0f / W);
   float q = 0.0f;
 #pragma unroll
-  for (int c = 0; c < CPL; ++c)
+  for (int c = 0; c < CPL; ++c) {
+    if (!CF_VEC_ON(c)) continue;
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
       const float d = v[c][e] - mean;
       q += d * d;
     }
+  }
   const float r = rsqrtf(warp_sum(q) * (1.0f / W) + eps);
   float acc = 0.0f;
 #pragma unroll
-  for (int c = 0; c < CPL; ++c)
+  for (int c = 0; c < CPL; ++c) {
+    if (!CF_VEC_ON(c)) continue;
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
       const int d = (c * 32 + lane) * 8 + e;
       acc = fmaf(round_bf((v[c][e] - mean) * r * lw[d] + lb[d]), hw[d], acc);
     }
+  }
   acc = warp_sum(acc);
   if (lane == 0) {
     const float logit = round_bf(acc + hb);
@@ -411,6 +462,9 @@ __global__ void head_kernel(const bf16* __restrict__ q0, long rows, float eps, c
     }
   }
 }
+
+#undef CF_ROW_WIDTH
+#undef CF_VEC_ON
 
 // Latent decoder input (§8.1-8.2): h[n][d] = bf16(c_out(bf16(C[ids[n]]))) + pos[n][d] (fp32). One thread per (n, d).
 __global__ void latent_input_kernel(const int* __restrict__ ids, int T, const float* __restrict__ codebook, int E,
@@ -427,39 +481,59 @@ __global__ void latent_input_kernel(const int* __restrict__ ids, int T, const fl
 }
 
 // Splits a fused projection into attention operands: src rows [T][src_stride] hold q (at q_off, if >= 0), k (k_off)
-// and v (v_off), each W = H*64 wide. q -> Qo [T][W] and k -> K [H][Npad][64] (RMSNorm over each head with weight qn /
-// kn and eps 1e-5 when given, result bf16), v -> Vt [H][64][Npad]. One warp per (row, head), 2 dims per lane.
+// and v (v_off), each W = H*HD wide. q -> Qo [T][W] and k -> K [H][Npad][HD] (RMSNorm over each head with weight qn /
+// kn and eps 1e-5 when given, result bf16), v -> Vt [H][HD][Npad]. One warp per (row, head): PER dims per lane (2 up
+// to HD 64, HD/32 above), lanes past HD/PER idle (zeros in the sums).
+template <int HD>
 __global__ void split_heads_kernel(const bf16* __restrict__ src, int src_stride, int T, int H, int q_off, int k_off,
                                    int v_off, const float* __restrict__ qn, const float* __restrict__ kn,
                                    bf16* __restrict__ Qo, bf16* __restrict__ K, bf16* __restrict__ Vt, int Npad) {
+  constexpr int PER = HD > 64 ? HD / 32 : 2;
   const long wid = long(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
   const int lane = threadIdx.x & 31;
   if (wid >= long(T) * H) return;
   const int row = int(wid / H), h = int(wid % H);
-  const int W = H * kHd;
-  const int d = lane * 2;
+  const int W = H * HD;
+  const bool on = lane * PER < HD;
+  const int d = on ? lane * PER : 0;
   const bf16* r = src + size_t(row) * src_stride;
-  auto norm2 = [&](const bf16* p, const float* wn, float& x0, float& x1) {
-    const uint32_t u = *reinterpret_cast<const uint32_t*>(p + h * kHd + d);
-    x0 = detail::bf_lo(u);
-    x1 = detail::bf_hi(u);
-    if (wn) {
-      const float ms = warp_sum(x0 * x0 + x1 * x1) * (1.0f / kHd);
-      const float rr = rsqrtf(ms + 1e-5f);
-      x0 = x0 * rr * wn[d];
-      x1 = x1 * rr * wn[d + 1];
+  auto load = [&](const bf16* p, float (&x)[PER]) {
+#pragma unroll
+    for (int e = 0; e < PER; e += 2) {
+      const uint32_t u = on ? *reinterpret_cast<const uint32_t*>(p + h * HD + d + e) : 0u;
+      x[e] = detail::bf_lo(u);
+      x[e + 1] = detail::bf_hi(u);
     }
   };
-  float x0, x1;
+  auto norm = [&](const bf16* p, const float* wn, float (&x)[PER]) {
+    load(p, x);
+    if (wn) {
+      float ss = 0.0f;
+#pragma unroll
+      for (int e = 0; e < PER; e += 2) ss += x[e] * x[e] + x[e + 1] * x[e + 1];
+      const float ms = warp_sum(ss) * (1.0f / HD);
+      const float rr = rsqrtf(ms + 1e-5f);
+#pragma unroll
+      for (int e = 0; e < PER; ++e) x[e] = x[e] * rr * wn[d + e];
+    }
+  };
+  float x[PER];
   if (q_off >= 0) {
-    norm2(r + q_off, qn, x0, x1);
-    *reinterpret_cast<uint32_t*>(Qo + size_t(row) * W + h * kHd + d) = pack_bf2(x0, x1);
+    norm(r + q_off, qn, x);
+    if (on)
+#pragma unroll
+      for (int e = 0; e < PER; e += 2)
+        *reinterpret_cast<uint32_t*>(Qo + size_t(row) * W + h * HD + d + e) = pack_bf2(x[e], x[e + 1]);
   }
-  norm2(r + k_off, kn, x0, x1);
-  *reinterpret_cast<uint32_t*>(K + (size_t(h) * Npad + row) * kHd + d) = pack_bf2(x0, x1);
-  const uint32_t u = *reinterpret_cast<const uint32_t*>(r + v_off + h * kHd + d);
-  Vt[(size_t(h) * kHd + d) * Npad + row] = __ushort_as_bfloat16(uint16_t(u & 0xffffu));
-  Vt[(size_t(h) * kHd + d + 1) * Npad + row] = __ushort_as_bfloat16(uint16_t(u >> 16));
+  norm(r + k_off, kn, x);
+  if (on)
+#pragma unroll
+    for (int e = 0; e < PER; e += 2)
+      *reinterpret_cast<uint32_t*>(K + (size_t(h) * Npad + row) * HD + d + e) = pack_bf2(x[e], x[e + 1]);
+  load(r + v_off, x);
+  if (on)
+#pragma unroll
+    for (int e = 0; e < PER; ++e) Vt[(size_t(h) * HD + d + e) * Npad + row] = __float2bfloat16_rn(x[e]);
 }
 
 }  // namespace cubeforge::cuda::shape_detail

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# GPU-machine run for the generic-width CUDA shape engine (issue 8: golden decoder tensors through the CUDA shape path,
+# the default model's shape stage on the GPU). One call, logs under $OUT, a short summary last. Needs the binaries of
+# tools/device/build_generic.sh (xz) and the golden cases in the carried folder D (default .devcarry/shapegen):
+#   CF_COMMIT=<hash> bash D/run_shape_generic.sh D     (the device's .git is stale: pass the commit literally)
+# Steps: golden shape cases through CUDA (tiny_v01, tiny_v05), the CUDA shape GoogleTests, bench-shape-gpu checks
+# (small: the full-size kernels' instantiations; default/tiny/hd16/hd128: the new head dims and masked widths),
+# compute-sanitizer memcheck on a golden shape case, the default model's shape stage GPU vs CPU at rb 8, and the
+# full-size v0.1 rb-8 bench rows (the fast path's timings).
+set -uo pipefail
+D=${1:-.devcarry/shapegen}
+OUT=${OUT:-/tmp/shape-generic-out}
+mkdir -p "$OUT" /tmp/sg
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+echo "commit ${CF_COMMIT:-unknown}" | tee "$OUT/commit.txt"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader | tee "$OUT/gpu.txt"
+for t in cubeforge-gen inference_tests; do
+  python3 -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" "$D/$t.xz" /tmp/sg/$t
+  chmod +x /tmp/sg/$t
+done
+G=/tmp/sg/cubeforge-gen
+GOLD=$D/shared/golden/cube3d
+export CUBEFORGE_SHARED_DIR=$PWD/$D/shared CUBEFORGE_SOURCE_DIR=$PWD
+run() {  # name timeout cmd...
+  local name=$1 to=$2; shift 2
+  local t0=$(date +%s%N)
+  timeout "$to" "$@" > "$OUT/$name.log" 2>&1
+  local rc=$?
+  echo "== $name rc=$rc $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+  return $rc
+}
+run golden01 30 $G golden "$GOLD" tiny_v01 --backend cuda --stage shape
+run golden05 30 $G golden "$GOLD" tiny_v05 --backend cuda --stage shape
+run gtest 60 /tmp/sg/inference_tests --gtest_filter='*CudaShape*'
+run checksmall 40 $G bench-shape-gpu --check-only --synthetic small
+run checknew 60 $G bench-shape-gpu --check-only --synthetic default,tiny,hd16,hd128
+run memcheck 60 compute-sanitizer --tool memcheck --leak-check no --print-limit 20 $G golden "$GOLD" tiny_v01 --backend cuda --stage shape
+run model 60 $G shape-pipeline-check --model assets/default-model --rb 8
+run bench01 45 $G bench-shape-gpu --synthetic v0.1 --rb 8 --reps 2 --no-dense
+echo; echo "######## results"
+for f in golden01 golden05; do echo "--- $f"; cut -c1-230 "$OUT/$f.log" | tail -7; done
+echo "--- gtest"; grep -E '^\[ +(OK|FAILED|SKIPPED|PASSED) |default model|tests ran' "$OUT/gtest.log" | head -12
+for f in checksmall checknew; do
+  echo "--- $f"; grep -E ' FAIL |aborted|^== check|failures|error' "$OUT/$f.log" | cut -c1-200 | head -16
+  echo "ok lines: $(grep -c ' ok  ' "$OUT/$f.log")  FAIL lines: $(grep -c ' FAIL ' "$OUT/$f.log")"
+done
+echo "--- memcheck"; grep -E 'ERROR SUMMARY|golden .*cuda shape' "$OUT/memcheck.log" | head -4
+echo "--- model"; cut -c1-260 "$OUT/model.log" | tail -12
+echo "--- bench01"; grep -vE '^\s*$' "$OUT/bench01.log" | grep -vE '^CUDA shape engine on' | tail -${SUMMARY_LINES:-30} | cut -c1-220
+exit 0
