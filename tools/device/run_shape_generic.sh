@@ -29,14 +29,14 @@ run() {  # name timeout cmd...
   echo "== $name rc=$rc $(( ($(date +%s%N) - t0) / 1000000 )) ms"
   return $rc
 }
-run golden01 30 $G golden "$GOLD" tiny_v01 --backend cuda --stage shape
-run golden05 30 $G golden "$GOLD" tiny_v05 --backend cuda --stage shape
-run gtest 60 /tmp/sg/inference_tests --gtest_filter='*CudaShape*'
-run checksmall 40 $G bench-shape-gpu --check-only --synthetic small
-run checknew 60 $G bench-shape-gpu --check-only --synthetic default,tiny,hd16,hd128
-run memcheck 60 compute-sanitizer --tool memcheck --leak-check no --print-limit 20 $G golden "$GOLD" tiny_v01 --backend cuda --stage shape
-run model 60 $G shape-pipeline-check --model assets/default-model --rb 8
-run bench01 45 $G bench-shape-gpu --synthetic v0.1 --rb 8 --reps 2 --no-dense
+run golden01 20 $G golden "$GOLD" tiny_v01 --backend cuda --stage shape
+run golden05 20 $G golden "$GOLD" tiny_v05 --backend cuda --stage shape
+run gtest 40 /tmp/sg/inference_tests --gtest_filter='*CudaShape*'
+run checksmall 30 $G bench-shape-gpu --check-only --synthetic small
+run checknew 40 $G bench-shape-gpu --check-only --synthetic default,tiny,hd16,hd128
+run memcheck 40 compute-sanitizer --tool memcheck --leak-check no --print-limit 20 $G golden "$GOLD" tiny_v01 --backend cuda --stage shape
+run model 40 $G shape-pipeline-check --model assets/default-model --rb 8
+run bench01 40 $G bench-shape-gpu --synthetic v0.1 --rb 8 --reps 2 --no-dense
 echo; echo "######## results"
 for f in golden01 golden05; do echo "--- $f"; cut -c1-230 "$OUT/$f.log" | tail -7; done
 echo "--- gtest"; grep -E '^\[ +(OK|FAILED|SKIPPED|PASSED) |default model|tests ran' "$OUT/gtest.log" | head -12
