@@ -85,10 +85,6 @@ CudaShapeGoldenReport run_shape_golden_cuda(const std::string& dir, const std::s
 
   CudaShapeGoldenReport r;
   r.name = name;
-  r.engine = fmt("CUDA shape engine on %s: width %d, %d heads (head_dim %d), %d latents, %d decoder layers, "
-                 "num_freqs %d; %s",
-                 eng->device_name().c_str(), W, sc.num_heads, W / sc.num_heads, N, sc.num_decoder_layers,
-                 sc.num_freqs, eng->gemm_path().c_str());
 
   const std::vector<int64_t> ids64 = io.to_i64("token_ids", {1, N});
   const std::vector<int> ids(ids64.begin(), ids64.end());
@@ -128,6 +124,10 @@ CudaShapeGoldenReport run_shape_golden_cuda(const std::string& dir, const std::s
   const std::vector<float> grid_ref = io.to_f32("grid_res4_logits", {gg.M, gg.M, gg.M});
   r.lines.push_back(compare("grid_res4_logits", gg.values, grid_ref, gc.values.data(), true));
   r.lines.back().note = fmt("%d^3 dense device grid (per-axis table path)", gg.M);
+  r.engine = fmt("CUDA shape engine on %s: width %d, %d heads (head_dim %d), %d latents, %d decoder layers, "
+                 "num_freqs %d; %s",
+                 eng->device_name().c_str(), W, sc.num_heads, W / sc.num_heads, N, sc.num_decoder_layers,
+                 sc.num_freqs, eng->gemm_path().c_str());
   return r;
 }
 

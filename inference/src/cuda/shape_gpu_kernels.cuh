@@ -151,6 +151,13 @@ __global__ void __launch_bounds__(256) attention_kernel(const bf16* __restrict__
       l1 += s[nt][2] + s[nt][3];
     }
 #pragma unroll
+    for (int nt = 8; nt < NO; ++nt) {  // HD 128: the output tiles past the 8 score tiles
+      o[nt][0] *= a0;
+      o[nt][1] *= a0;
+      o[nt][2] *= a1;
+      o[nt][3] *= a1;
+    }
+#pragma unroll
     for (int j = 0; j < 4; ++j) {
       const uint32_t pa0 = pack_bf2(s[2 * j][0], s[2 * j][1]);
       const uint32_t pa1 = pack_bf2(s[2 * j][2], s[2 * j][3]);
