@@ -1,0 +1,26 @@
+# Compares kernels between two `nvcc -ptx` outputs of one .cu file (e.g. shape_engine.cu before and after a change):
+#   python3 tools/device/ptx_kernel_diff.py OLD.ptx NEW.ptx [OLD_NAME=NEW_NAME ...]
+# Prints `same` / `DIFF` per kernel present in both (and per mapped pair: a renamed or newly templated kernel, mangled
+# names as in the PTX). Normalized: the kernel's own name, branch labels, .loc line info, comments, shared-array names
+# of attention_kernel and the .param declarations (an added unused parameter). Same PTX => ptxas emits the same code.
+import re, sys, difflib
+def funcs(path):
+    s = open(path).read(); out = {}
+    for m in re.finditer(r'\.visible \.entry (\S+)\(', s):
+        end = s.index('\n}\n', m.start()) + 3; out[m.group(1)] = s[m.start():end]
+    return out
+def norm(name, body):
+    body = body.replace(name, 'FN')
+    body = re.sub(r'\$L__BB\d+_', '$L__BB_', body)
+    body = re.sub(r'_ZZN9cubeforge4cuda12shape_detail16attention_kernel\S*?E2(Ks|Vs)', r'SH_\1', body)
+    body = re.sub(r'\.loc\s+\d+ \d+ \d+.*', '', body); body = re.sub(r'//.*', '', body)
+    L = [l.strip() for l in body.split('\n') if l.strip()]
+    return [l for l in L if not re.match(r'\.param \.(f32|u32|u64) FN_param_\d+,?$', l)]
+a, b = funcs(sys.argv[1]), funcs(sys.argv[2])
+pairs = [(k, k) for k in a if k in b] + [tuple(m.split('=', 1)) for m in sys.argv[3:]]
+for ka, kb in pairs:
+    if ka not in a or kb not in b:
+        print('missing', ka if ka not in a else kb)
+        continue
+    print('DIFF' if norm(ka, a[ka]) != norm(kb, b[kb]) else 'same', kb[:90])
+print(len(pairs), 'kernels compared')
