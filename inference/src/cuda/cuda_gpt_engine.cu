@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "cubeforge/cuda_gpt.h"
+#include "cublas_check.h"
 #include "gpt_generic.h"
 #include "gpt_kernels.cuh"
 #include "token_stream.h"
@@ -21,13 +22,6 @@ namespace cubeforge::cuda {
 using namespace detail;
 
 namespace {
-
-#define CF_BLAS(call)                                                                                  \
-  do {                                                                                                 \
-    cublasStatus_t st_ = (call);                                                                       \
-    if (st_ != CUBLAS_STATUS_SUCCESS)                                                                  \
-      throw cubeforge::Error(std::string("cuBLAS error in ") + #call + ": " + cublasGetStatusString(st_)); \
-  } while (0)
 
 constexpr bool kRingDefault = false;  // see EngineOptions::variant bit 10 (session 4: the ring measured slower)
 // L2 prefetch distance (bytes ahead of the consumers in the step's weight stream), EngineOptions::variant bits
@@ -595,7 +589,7 @@ struct CudaGptEngine::Impl {
   // ---------------------------------------------------------------------------------------------------------------
   void gemm(const bf16* A, int M, int K, const bf16* W, int Nn, float* C) {
     const float one = 1.f, zero = 0.f;
-    CF_BLAS(cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, Nn, M, K, &one, W, CUDA_R_16BF, K, A, CUDA_R_16BF, K, &zero,
+    CF_CUBLAS(cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, Nn, M, K, &one, W, CUDA_R_16BF, K, A, CUDA_R_16BF, K, &zero,
                          C, CUDA_R_32F, Nn, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   }
 
@@ -1081,8 +1075,8 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
                  m.diag_l2w ? "; DIAGNOSTIC: weights from one 2 MB L2-resident range (wrong outputs)" : "");
   CF_CUDA(cudaStreamCreateWithFlags(&m.stream, cudaStreamNonBlocking));
   if (cublasCreate(&m.blas) != CUBLAS_STATUS_SUCCESS) throw cubeforge::Error("CUDA GPT: cublasCreate failed");
-  CF_BLAS(cublasSetStream(m.blas, m.stream));
-  CF_BLAS(cublasSetMathMode(m.blas, CUBLAS_DEFAULT_MATH));
+  CF_CUBLAS(cublasSetStream(m.blas, m.stream));
+  CF_CUBLAS(cublasSetMathMode(m.blas, CUBLAS_DEFAULT_MATH));
   const double t0 = now_ms();
   m.load(weights);
   m.alloc_buffers();

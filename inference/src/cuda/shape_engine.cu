@@ -21,6 +21,7 @@
 #include "cubeforge/cuda_gpt.h"
 #include "cubeforge/cuda_shape.h"
 #include "cubeforge/error.h"
+#include "cublas_check.h"
 #include "mesh/mc_tables.h"
 #include "shape/shape_kernels.h"
 #include "shape_grid_kernels.cuh"
@@ -30,13 +31,6 @@ using namespace shape_detail;
 using detail::bf16;
 
 namespace {
-
-#define CF_LT(call)                                                                                        \
-  do {                                                                                                     \
-    cublasStatus_t st_ = (call);                                                                           \
-    if (st_ != CUBLAS_STATUS_SUCCESS)                                                                      \
-      throw cubeforge::Error(std::string("cuBLAS error in ") + #call + ": " + cublasGetStatusString(st_)); \
-  } while (0)
 
 #define CF_CHECK_LAUNCH() CF_CUDA(cudaGetLastError())
 
@@ -111,8 +105,8 @@ class Gemm {
   enum Epi { kBias = 0, kGeluBias = 1 };
 
   void init(size_t* total) {
-    CF_LT(cublasLtCreate(&lt_));
-    CF_LT(cublasCreate(&blas_));
+    CF_CUBLAS(cublasLtCreate(&lt_));
+    CF_CUBLAS(cublasCreate(&blas_));
     ws_.total = total;
     ws_.ensure(size_t(32) << 20);
   }
@@ -134,15 +128,15 @@ class Gemm {
     Plan& p = plan(rows, K, N, epi, accumulate, bias);
     const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
     if (p.ok) {
-      CF_LT(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+      CF_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
       const cublasStatus_t s = cublasLtMatmul(lt_, p.desc, &alpha, W, p.a, X, p.b, &beta, Y, p.c, Y, p.c, &p.algo,
                                               ws_.p, ws_.bytes, st);
       if (s == CUBLAS_STATUS_SUCCESS) return;
       p.ok = false;  // this shape falls back from now on
       fallbacks_++;
     }
-    CF_LT(cublasSetStream(blas_, st));
-    CF_LT(cublasGemmEx(blas_, CUBLAS_OP_T, CUBLAS_OP_N, N, int(rows), K, &alpha, W, CUDA_R_16BF, K, X, CUDA_R_16BF, K,
+    CF_CUBLAS(cublasSetStream(blas_, st));
+    CF_CUBLAS(cublasGemmEx(blas_, CUBLAS_OP_T, CUBLAS_OP_N, N, int(rows), K, &alpha, W, CUDA_R_16BF, K, X, CUDA_R_16BF, K,
                        &beta, Y, CUDA_R_16BF, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     const size_t work = size_t(rows) * (N / 8);
     bias_act_kernel<<<blocks_for(work, 256), 256, 0, st>>>(Y, rows, N, bias, epi == kGeluBias ? kActGelu : kActNone);
@@ -168,20 +162,20 @@ class Gemm {
     auto it = plans_.find(key);
     if (it != plans_.end()) return it->second;
     Plan& p = plans_[key];
-    CF_LT(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    CF_CUBLAS(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-    CF_LT(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
-    CF_LT(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+    CF_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+    CF_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
     const cublasLtEpilogue_t e = epi == kGeluBias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
-    CF_LT(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof(e)));
-    CF_LT(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
-    CF_LT(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16BF, K, N, K));
-    CF_LT(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16BF, K, uint64_t(rows), K));
-    CF_LT(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_16BF, N, uint64_t(rows), N));
+    CF_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof(e)));
+    CF_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+    CF_CUBLAS(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16BF, K, N, K));
+    CF_CUBLAS(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16BF, K, uint64_t(rows), K));
+    CF_CUBLAS(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_16BF, N, uint64_t(rows), N));
     cublasLtMatmulPreference_t pref = nullptr;
-    CF_LT(cublasLtMatmulPreferenceCreate(&pref));
+    CF_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
     const size_t ws = ws_.bytes;
-    CF_LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
+    CF_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
     cublasLtMatmulHeuristicResult_t res{};
     int n = 0;
     const cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(lt_, p.desc, p.a, p.b, p.c, p.c, pref, 1, &res, &n);
