@@ -3,7 +3,6 @@
 #include "cubeforge/cuda_golden.h"
 
 #include <atomic>
-#include <cstdarg>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -14,20 +13,11 @@
 #include "cubeforge/golden.h"
 #include "cubeforge/safetensors.h"
 #include "gpt_weight_source.h"
+#include "report_format.h"
 
 namespace cubeforge {
 
 namespace {
-
-std::string fmt(const char* f, ...) __attribute__((format(printf, 1, 2)));
-std::string fmt(const char* f, ...) {
-  char buf[512];
-  va_list ap;
-  va_start(ap, f);
-  std::vsnprintf(buf, sizeof buf, f, ap);
-  va_end(ap);
-  return buf;
-}
 
 // guided = (1 + gamma) cond - gamma uncond with gamma = g (N - i) / N, as the reference and the CPU path
 void guide(const float* c, const float* u, int K, double g, int i, int N, float* out) {
@@ -66,7 +56,7 @@ CudaGoldenReport run_golden_cuda(const std::string& dir, const std::string& name
   eo.verbose = false;
   auto eng = cuda::CudaGptEngine::create(cfg.gpt, N, s, cuda_weight_source(gpt), 2, eo);
   r.engine = eng->uses_generic_kernels() ? "generic kernels" : "fast kernels";
-  r.lines.push_back(fmt("engine: %s on %s, %d steps, n_embd %d, %d heads, %d dual + %d single blocks, vocab %d",
+  r.lines.push_back(report_line("engine: %s on %s, %d steps, n_embd %d, %d heads, %d dual + %d single blocks, vocab %d",
                         r.engine.c_str(), eng->device_name().c_str(), N, D, cfg.gpt.n_head, cfg.gpt.n_layer,
                         cfg.gpt.n_single_layer, K));
 
@@ -99,16 +89,16 @@ CudaGoldenReport run_golden_cuda(const std::string& dir, const std::string& name
     r.guided_rel_err = relative_l2(gt.data(), gr.data(), gt.size());
   }
   for (int i = 0; i < N; ++i) r.argmax_agree += am[i] == golden_tokens[i];
-  r.lines.push_back(fmt("teacher-forced logits (cond, uncond, guided) vs golden: rel L2 %.3e (worst step %.3e), "
+  r.lines.push_back(report_line("teacher-forced logits (cond, uncond, guided) vs golden: rel L2 %.3e (worst step %.3e), "
                         "guided alone %.3e  [tolerance %.0e] %s",
                         r.logits_rel_err, r.worst_step_rel_err, r.guided_rel_err, kCudaGoldenLogitTolerance,
                         r.logits_rel_err < kCudaGoldenLogitTolerance ? "ok" : "FAIL"));
-  r.lines.push_back(fmt("on-device guided argmax == golden token: %d/%d", r.argmax_agree, N));
+  r.lines.push_back(report_line("on-device guided argmax == golden token: %d/%d", r.argmax_agree, N));
 
   const auto tf_eager = teacher_forced(cuda::SingleBlockAttention::Reference, false, nullptr);
   for (size_t i = 0; i < tf.size(); ++i)
     r.graph_vs_eager_max_abs = std::max(r.graph_vs_eager_max_abs, (double)std::fabs(tf[i] - tf_eager[i]));
-  r.lines.push_back(fmt("graph replay vs eager launches: max |diff| %.3e", r.graph_vs_eager_max_abs));
+  r.lines.push_back(report_line("graph replay vs eager launches: max |diff| %.3e", r.graph_vs_eager_max_abs));
 
   {  // the CPU fp32 path, same teacher forcing
     std::vector<std::vector<float>> steps;
@@ -117,7 +107,7 @@ CudaGoldenReport run_golden_cuda(const std::string& dir, const std::string& name
     for (const auto& st : steps) cpu.insert(cpu.end(), st.begin(), st.end());
     r.vs_cpu_rel_err = cpu.size() == tf.size() ? relative_l2(tf.data(), cpu.data(), tf.size()) : INFINITY;
     const double cpu_vs_golden = cpu.size() == ref.size() ? relative_l2(cpu.data(), ref.data(), cpu.size()) : INFINITY;
-    r.lines.push_back(fmt("same logits vs this library's CPU fp32 path: rel L2 %.3e (CPU vs golden %.3e)",
+    r.lines.push_back(report_line("same logits vs this library's CPU fp32 path: rel L2 %.3e (CPU vs golden %.3e)",
                           r.vs_cpu_rel_err, cpu_vs_golden));
   }
 
@@ -133,7 +123,7 @@ CudaGoldenReport run_golden_cuda(const std::string& dir, const std::string& name
         rk.insert(rk.end(), full.begin() + ((size_t)b * N + i) * V, full.begin() + ((size_t)b * N + i) * V + K);
       }
     r.causal_rel_err = relative_l2(out.data(), rk.data(), out.size());
-    r.lines.push_back(fmt("causal single-block mode vs full_forward_logits: rel L2 %.3e %s", r.causal_rel_err,
+    r.lines.push_back(report_line("causal single-block mode vs full_forward_logits: rel L2 %.3e %s", r.causal_rel_err,
                           r.causal_rel_err < kCudaGoldenLogitTolerance ? "ok" : "FAIL"));
   }
 
@@ -161,9 +151,9 @@ CudaGoldenReport run_golden_cuda(const std::string& dir, const std::string& name
     const auto te = eng->generate(o);  // the cond cache survives: no second prefill needed
     const int fme = first_mismatch(te);
     r.tokens_match_eager = fme == N;
-    r.lines.push_back(fmt("greedy tokens vs golden: graph %s, eager %s; streamed in order: %s",
-                          r.tokens_match_graph ? "match" : fmt("first mismatch at %d", fm).c_str(),
-                          r.tokens_match_eager ? "match" : fmt("first mismatch at %d", fme).c_str(),
+    r.lines.push_back(report_line("greedy tokens vs golden: graph %s, eager %s; streamed in order: %s",
+                          r.tokens_match_graph ? "match" : report_line("first mismatch at %d", fm).c_str(),
+                          r.tokens_match_eager ? "match" : report_line("first mismatch at %d", fme).c_str(),
                           r.tokens_streamed_in_order ? "yes" : "no"));
     // seeded top-p: same seed reproduces, every token a shape code
     o.use_graph = true;
@@ -176,7 +166,7 @@ CudaGoldenReport run_golden_cuda(const std::string& dir, const std::string& name
     bool in_range = true;
     for (auto v : p1) in_range = in_range && v >= 0 && v < K;
     r.topp_reproducible = p1 == p2 && in_range;
-    r.lines.push_back(fmt("top-p 0.9: same seed reproduces %s, tokens in range %s, another seed differs %s",
+    r.lines.push_back(report_line("top-p 0.9: same seed reproduces %s, tokens in range %s, another seed differs %s",
                           p1 == p2 ? "yes" : "no", in_range ? "yes" : "no", p1 != p3 ? "yes" : "no"));
     // cancellation after 3 tokens, then a full generation
     std::atomic<bool> cancel{false};
@@ -197,7 +187,7 @@ CudaGoldenReport run_golden_cuda(const std::string& dir, const std::string& name
     c.on_token = nullptr;
     const auto after = eng->generate(c);
     r.cancel_ok = threw && first_mismatch(after) == N;
-    r.lines.push_back(fmt("cancel after 3 tokens: %s; next generate: %s", threw ? "Cancelled" : "NOT cancelled",
+    r.lines.push_back(report_line("cancel after 3 tokens: %s; next generate: %s", threw ? "Cancelled" : "NOT cancelled",
                           first_mismatch(after) == N ? "all tokens, golden" : "wrong tokens"));
   }
 
@@ -213,7 +203,7 @@ CudaGoldenReport run_golden_cuda(const std::string& dir, const std::string& name
     model->encode_text(ids, mask, B, cpu);  // no text backend attached: the CPU path
     r.clip_rel_err = gpu.size() == ref_hidden.size() ? relative_l2(gpu.data(), ref_hidden.data(), gpu.size()) : INFINITY;
     r.clip_vs_cpu_rel_err = gpu.size() == cpu.size() ? relative_l2(gpu.data(), cpu.data(), gpu.size()) : INFINITY;
-    r.lines.push_back(fmt("CUDA text encoder (fp32) vs clip_last_hidden_state: rel L2 %.3e (vs CPU path %.3e)  "
+    r.lines.push_back(report_line("CUDA text encoder (fp32) vs clip_last_hidden_state: rel L2 %.3e (vs CPU path %.3e)  "
                           "[tolerance %.0e] %s",
                           r.clip_rel_err, r.clip_vs_cpu_rel_err, kCudaGoldenClipTolerance,
                           r.clip_rel_err < kCudaGoldenClipTolerance ? "ok" : "FAIL"));

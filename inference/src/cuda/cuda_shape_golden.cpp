@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdarg>
 #include <cstdio>
 #include <filesystem>
 
@@ -15,20 +14,11 @@
 #include "cubeforge/model_config.h"
 #include "cubeforge/safetensors.h"
 #include "cubeforge/shape_model.h"
+#include "report_format.h"
 
 namespace cubeforge {
 
 namespace {
-
-std::string fmt(const char* f, ...) __attribute__((format(printf, 1, 2)));
-std::string fmt(const char* f, ...) {
-  char buf[512];
-  va_list ap;
-  va_start(ap, f);
-  std::vsnprintf(buf, sizeof buf, f, ap);
-  va_end(ap);
-  return buf;
-}
 
 CudaShapeGoldenLine compare(const std::string& tensor, const std::vector<float>& gpu, const std::vector<float>& ref,
                             const float* cpu, bool logits) {
@@ -36,7 +26,7 @@ CudaShapeGoldenLine compare(const std::string& tensor, const std::vector<float>&
   l.tensor = tensor;
   if (gpu.size() != ref.size()) {
     l.rel_err = INFINITY;
-    l.note = fmt("size %zu, golden %zu", gpu.size(), ref.size());
+    l.note = report_line("size %zu, golden %zu", gpu.size(), ref.size());
     return l;
   }
   bool finite = true;
@@ -52,7 +42,7 @@ CudaShapeGoldenLine compare(const std::string& tensor, const std::vector<float>&
     l.sign_agreement = gpu.empty() ? 1.0 : double(same) / double(gpu.size());
   }
   l.ok = finite && l.rel_err < kCudaShapeGoldenTolerance;
-  l.note = fmt("%zu values", ref.size());
+  l.note = report_line("%zu values", ref.size());
   return l;
 }
 
@@ -93,7 +83,7 @@ CudaShapeGoldenReport run_shape_golden_cuda(const std::string& dir, const std::s
   const Latents lc = cpu->decode_tokens(ids);
   const std::vector<float> lat_ref = io.to_f32("latents", {1, N, W});
   r.lines.push_back(compare("latents", lg.data, lat_ref, lc.data.data(), false));
-  r.lines.back().note = fmt("[%d, %d] after the %d-layer latent decoder", N, W, sc.num_decoder_layers);
+  r.lines.back().note = report_line("[%d, %d] after the %d-layer latent decoder", N, W, sc.num_decoder_layers);
 
   const auto& qi = io.info("query_points");
   if (qi.shape.size() != 3 || qi.shape[0] != 1 || qi.shape[2] != 3)
@@ -105,7 +95,7 @@ CudaShapeGoldenReport run_shape_golden_cuda(const std::string& dir, const std::s
   cpu->occupancy(lc)->evaluate(qp.data(), Q, qc.data());
   eng->evaluate(qp.data(), Q, qg.data());  // the engine's own latents
   r.lines.push_back(compare("query_logits", qg, ql_ref, qc.data(), true));
-  r.lines.back().note = fmt("%zu points, Fourier path, from the GPU latents", Q);
+  r.lines.back().note = report_line("%zu points, Fourier path, from the GPU latents", Q);
 
   Latents lref;
   lref.count = N;
@@ -114,7 +104,7 @@ CudaShapeGoldenReport run_shape_golden_cuda(const std::string& dir, const std::s
   eng->set_latents(lref);
   eng->evaluate(qp.data(), Q, qg_ref.data());
   r.lines.push_back(compare("query_logits (golden latents)", qg_ref, ql_ref, nullptr, true));
-  r.lines.back().note = fmt("%zu points, occupancy decoder alone", Q);
+  r.lines.back().note = report_line("%zu points, occupancy decoder alone", Q);
 
   eng->decode_tokens(ids);
   cuda::GpuGridOptions go;
@@ -123,8 +113,8 @@ CudaShapeGoldenReport run_shape_golden_cuda(const std::string& dir, const std::s
   const GridValues gc = cpu->occupancy(lc)->grid_dense(4);
   const std::vector<float> grid_ref = io.to_f32("grid_res4_logits", {gg.M, gg.M, gg.M});
   r.lines.push_back(compare("grid_res4_logits", gg.values, grid_ref, gc.values.data(), true));
-  r.lines.back().note = fmt("%d^3 dense device grid (per-axis table path)", gg.M);
-  r.engine = fmt("CUDA shape engine on %s: width %d, %d heads (head_dim %d), %d latents, %d decoder layers, "
+  r.lines.back().note = report_line("%d^3 dense device grid (per-axis table path)", gg.M);
+  r.engine = report_line("CUDA shape engine on %s: width %d, %d heads (head_dim %d), %d latents, %d decoder layers, "
                  "num_freqs %d; %s",
                  eng->device_name().c_str(), W, sc.num_heads, W / sc.num_heads, N, sc.num_decoder_layers,
                  sc.num_freqs, eng->gemm_path().c_str());
@@ -132,10 +122,10 @@ CudaShapeGoldenReport run_shape_golden_cuda(const std::string& dir, const std::s
 }
 
 std::string format_shape_golden_line(const CudaShapeGoldenLine& l) {
-  std::string s = fmt("%-30s rel L2 %.3e (max abs %.2e)", l.tensor.c_str(), l.rel_err, l.max_abs);
-  if (l.sign_agreement >= 0) s += fmt(", sign agreement %.4f", l.sign_agreement);
-  if (l.cpu_rel_err >= 0) s += fmt("; CPU fp32 vs golden %.1e", l.cpu_rel_err);
-  s += fmt("  [tolerance %.0e] %s  %s", kCudaShapeGoldenTolerance, l.ok ? "ok" : "FAIL", l.note.c_str());
+  std::string s = report_line("%-30s rel L2 %.3e (max abs %.2e)", l.tensor.c_str(), l.rel_err, l.max_abs);
+  if (l.sign_agreement >= 0) s += report_line(", sign agreement %.4f", l.sign_agreement);
+  if (l.cpu_rel_err >= 0) s += report_line("; CPU fp32 vs golden %.1e", l.cpu_rel_err);
+  s += report_line("  [tolerance %.0e] %s  %s", kCudaShapeGoldenTolerance, l.ok ? "ok" : "FAIL", l.note.c_str());
   return s;
 }
 
