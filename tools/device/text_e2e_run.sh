@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
-# GPU-machine run for the CUDA text encoder (cuda_text.h) and the full-size prompt -> mesh through Cube3D, one call:
-# the golden cases through the CUDA path (GPT + CLIP: cubeforge-gen golden --backend cuda), the GoogleTests
-# (CudaText*, CudaGeneric*), bench-text-gpu (CPU fp32 vs GPU fp32: time and error) on a random CLIP ViT-L/14 text tower
-# and on the default model, then random-weight v0.1 / v0.5 models of the real sizes written with make-test-model and
-# run end to end with `generate --backend auto` (CUDA text + CUDA GPT + GPU shape stage + CPU clean-up), and
-# compute-sanitizer memcheck on one golden case. Carry .devcarry/generic (tools/device/build_generic.sh).
-# Usage (device tool, repo root): CF_COMMIT=<hash> bash tools/device/text_e2e_run.sh [STAGES]
-#   STAGES: comma list of golden,tests,text,memcheck,e2e01,e2e05 (default: all, in this order); E2E_RB (default 7);
-#   an e2e stage starts only while the call is younger than E2E_BEFORE_S seconds (default 330).
+# GPU-machine run for the CUDA text encoder (cuda_text.h) and prompt -> mesh through Cube3D, one call: the golden
+# cases through the CUDA paths (GPT, CLIP, shape: cubeforge-gen golden --backend cuda), the GoogleTests (CudaText*,
+# CudaGeneric*, CudaShape*), bench-text-gpu (CPU fp32 vs GPU fp32: time and error) on a random CLIP ViT-L/14 text
+# tower and on the default model, compute-sanitizer memcheck on one golden case, the default model end to end with
+# every stage on the GPU (and on the CPU), then random-weight v0.1 / v0.5 models of the real sizes written with
+# make-test-model and run end to end with `generate --backend auto` (CUDA text + CUDA GPT + GPU shape stage + CPU
+# clean-up). Carry the folder tools/device/build_generic.sh wrote.
+# Usage (device tool, repo root): CF_COMMIT=<hash> [CARRY=.devcarry/generic] bash tools/device/text_e2e_run.sh [STAGES]
+#   STAGES: comma list of golden,tests,text,memcheck,default,e2e01,e2e05 (default: all, in this order);
+#   E2E_RB (default 7); an e2e stage starts only while the call is younger than E2E_BEFORE_S seconds (default 330).
 set -uo pipefail
 OUT=${OUT:-/tmp/text-e2e-out}
 mkdir -p "$OUT"
-STAGES=${1:-golden,tests,text,e2e01,e2e05,memcheck}
+STAGES=${1:-golden,tests,text,memcheck,default,e2e01,e2e05}
 has() { [[ ",$STAGES," == *",$1,"* ]]; }
 C=${CARRY:-.devcarry/generic}  # what build_generic.sh wrote (CARRY=... for another copy)
 L=/tmp/cf-text-logs
@@ -53,7 +54,7 @@ if has golden; then
 fi
 if has tests; then
   run gtest 120 env CUBEFORGE_SHARED_DIR="$C/shared" CUBEFORGE_SOURCE_DIR="$PWD" /tmp/inference_tests \
-      --gtest_filter='*CudaText*:*CudaGeneric*'
+      --gtest_filter='*CudaText*:*CudaGeneric*:*CudaShape*'
   grep -E "^\[ +(OK|FAILED|SKIPPED|PASSED) |Failure|Expected|Which is" "$L/gtest.log" | head -30
 fi
 if has text; then
@@ -63,6 +64,16 @@ fi
 if has memcheck && command -v compute-sanitizer >/dev/null; then
   run memcheck 90 compute-sanitizer --tool memcheck --leak-check no --print-limit 20 /tmp/cubeforge-gen golden "$G" tiny_v01 --backend cuda
   grep -E "ERROR SUMMARY|Invalid|golden tiny" "$L/memcheck.log" | head -8
+fi
+if has default; then  # the shipped default model, every stage on the GPU (generic GPT, text encoder, shape stage)
+  for rb in 6 8; do
+    run default_rb$rb 90 /tmp/cubeforge-gen generate --model assets/default-model -p "a tall wooden chair with a high back" \
+        --backend auto --resolution $rb --no-output --repeat 5 --json
+    summary "$L/default_rb$rb.log" || tail -20 "$L/default_rb$rb.log"
+  done
+  run default_cpu 120 /tmp/cubeforge-gen generate --model assets/default-model -p "a tall wooden chair with a high back" \
+      --backend cpu --resolution 6 --no-output --repeat 3 --json
+  summary "$L/default_cpu.log" || tail -20 "$L/default_cpu.log"
 fi
 RB=${E2E_RB:-7}
 for v in 01 05; do
