@@ -89,21 +89,27 @@ def all_training_captions(n_per_combo, seed):
     return out
 
 
-def eval_prompts(seed, per_combo=1, extra_plain=2, train_set=None):
-    """Held-out prompts: for each family and attribute combination `per_combo` prompts that mention every attribute,
+def eval_prompts(seed, per_combo=1, extra_plain=2, train_set=None, min_attr_prompts=0):
+    """Held-out prompts: for each family and attribute combination `per_combo` prompts that mention every attribute
+    (more where the family has few combinations, so that every family gets at least `min_attr_prompts` of them),
     plus `extra_plain` per family that mention nothing but the noun. Returns list of dicts."""
     out = []
     rng = random.Random(seed + 99)
     for fi, fam in enumerate(S.FAMILIES):
+        n_c = max(per_combo, -(-min_attr_prompts // fam.combos()))
+        seen = set()
         for c in range(fam.combos()):
             vals = fam.combo_to_attr(c)
             got = 0
             tries = 0
-            while got < per_combo and tries < 50:
+            while got < n_c and tries < 50:
                 tries += 1
                 t = make_caption(fam, vals, rng, EVAL_TEMPLATES, p_filler=0.3, mention_all=True)
                 if train_set is not None and t in train_set:
                     continue
+                if n_c > 1 and t in seen:   # repeated prompts would only count the same result twice
+                    continue
+                seen.add(t)
                 out.append(dict(text=t, family=fi, combo=c, attrs=list(vals), with_attrs=True))
                 got += 1
         plain_nouns = [n for n, cond in fam.nouns if not cond]

@@ -92,8 +92,25 @@ def surface_and_bbox(fi, prm, device, n_cand=8192, G1=40, G2=64, gen=None, climb
     return cand, nrm, valid, blo, bhi
 
 
+THIN_REF = 0.05     # normalised inscribed radius at and below which a surface point gets the full thin-part weight
+THIN_BOOST = 8.0    # weight ratio between a part of radius <= THIN_REF and one of radius >= THIN_BOOST * THIN_REF
+THIN_DEPTHS = (0.01, 0.02, 0.035, 0.05, 0.07, 0.1, 0.14, 0.2, 0.28, 0.4)
+
+
 @torch.no_grad()
-def build_batch(fi, prm, device, n_surface=2048, n_occ=16384, gen=None, n_cand=8192, G2=64, climb_steps=10):
+def local_thickness(fi, prm, cand, nrm):
+    """Inscribed radius (raw units) under each surface point: the deepest SDF value met walking inwards along the
+    normal (a leg of radius r gives ~r, a thick body up to the largest probe depth). [B,K,3] x2 -> [B,K]."""
+    best = torch.zeros(cand.shape[:2], device=cand.device)
+    for t in THIN_DEPTHS:
+        d = S.eval_sdf(fi, prm, cand - nrm * t)
+        best = torch.maximum(best, -d)
+    return best
+
+
+@torch.no_grad()
+def build_batch(fi, prm, device, n_surface=2048, n_occ=16384, gen=None, n_cand=8192, G2=64, climb_steps=10,
+                thin_share=0.0):
     """Everything the VQ-VAE needs for one batch of shapes of family fi (prm on device).
 
     Returns dict: surf [B,n_surface,6] (normalised xyz + normal), occ_pts [B,n_occ,3], occ [B,n_occ] bool,
@@ -118,7 +135,17 @@ def build_batch(fi, prm, device, n_surface=2048, n_occ=16384, gen=None, n_cand=8
     pu = (torch.rand((B, n_u, 3), device=device, generator=gen) * 2 - 1) * BOUND
     ext_n = extent * scale[:, None] / 2 + 0.06
     pb = (torch.rand((B, n_b, 3), device=device, generator=gen) * 2 - 1) * ext_n[:, None, :]
-    sel2 = torch.multinomial(valid.float() + 1e-9, n_s, replacement=True, generator=gen)
+    # near-surface samples: half spread by surface area, half by thinness (surface points of thin parts, where the
+    # 64^3 IoU is decided by a cell or two, get up to THIN_BOOST x the density of thick parts' surfaces)
+    n_thin = int(n_s * thin_share)
+    sel_a = torch.multinomial(valid.float() + 1e-9, n_s - n_thin, replacement=True, generator=gen)
+    if n_thin > 0:
+        r = local_thickness(fi, prm, cand, nrm) * scale[:, None]            # inscribed radius, normalised units
+        w_thin = (THIN_REF / r.clamp(min=THIN_REF, max=THIN_REF * THIN_BOOST)) * valid.float()
+        sel_t = torch.multinomial(w_thin + 1e-9, n_thin, replacement=True, generator=gen)
+        sel2 = torch.cat([sel_a, sel_t], 1)
+    else:
+        sel2 = sel_a
     base = (torch.gather(cand, 1, sel2[..., None].expand(-1, -1, 3)) - center[:, None]) * scale[:, None, None]
     sig_choice = torch.randint(0, 3, (B, n_s, 1), device=device, generator=gen)
     sig = torch.tensor([0.006, 0.018, 0.05], device=device)[sig_choice]
@@ -144,7 +171,7 @@ def occupancy_grid(fi, prm, center, scale, res=64, device="cpu", chunk=16):
 
 
 def generate_dataset(n_per_family, seed, device, n_surface=2048, n_occ=16384, chunk=200, families=None, log=None,
-                     n_cand=8192, store_dtype=torch.float16, max_seconds=None, G2=64, climb_steps=10):
+                     n_cand=8192, store_dtype=torch.float16, max_seconds=None, G2=64, climb_steps=10, thin_share=0.0):
     """Generate the families in rounds of `chunk` shapes per family (every round covers every family, so the data
     stays balanced); with max_seconds, no new round starts once the next one would end past the cap.
     Returns dict of concatenated tensors on `device` plus per-shape family / attribute-combination ids."""
@@ -168,7 +195,7 @@ def generate_dataset(n_per_family, seed, device, n_surface=2048, n_occ=16384, ch
         for fi in fams:
             prm_d, combos = sampled[fi]
             b = build_batch(fi, S.slice_params(prm_d, slice(s, e)), device, n_surface, n_occ, gen=gen, n_cand=n_cand,
-                            G2=G2, climb_steps=climb_steps)
+                            G2=G2, climb_steps=climb_steps, thin_share=thin_share)
             keep = b["ok"]
             out["surf"].append(b["surf"][keep].to(store_dtype))
             out["occ_pts"].append(b["occ_pts"][keep].to(store_dtype))

@@ -242,7 +242,8 @@ def build_caption_tensors(tok, n_per_combo, seed, dev, p_unk=0.12):
 
 
 def train_gpt(gpt, clip, code_norm, tokens, bbox, keyidx, cap, dev, seconds, bs, lr, amp, p_text_drop=0.1,
-              p_bbox_drop=0.35, auto_batch=False):
+              p_bbox_drop=0.35, auto_batch=False, shape_weight=None):
+    """shape_weight [S] (optional): relative sampling weight of each training shape (uniform when None)."""
     ids_pool, msk_pool, unk_pool = cap
     M_ = ids_pool.shape[1]
     params = list(gpt.named_parameters()) + [("clip." + n, p) for n, p in clip.named_parameters()]
@@ -255,7 +256,10 @@ def train_gpt(gpt, clip, code_norm, tokens, bbox, keyidx, cap, dev, seconds, bs,
     empty_msk[:2] = 1
 
     def one_step(b):
-        idx = torch.randint(0, S_, (b,), device=dev)
+        if shape_weight is None:
+            idx = torch.randint(0, S_, (b,), device=dev)
+        else:
+            idx = torch.multinomial(shape_weight, b, replacement=True)
         j = torch.randint(0, M_, (b,), device=dev)
         ki = keyidx[idx]
         ids, msk, unk = ids_pool[ki, j], msk_pool[ki, j], unk_pool[ki, j]
@@ -338,7 +342,8 @@ def preflight(a, dev, amp, tok, gcfg, scfg, tcfg):
     errors before the long budgets are spent)."""
     t = time.time()
     fams = [S.FAMILY_INDEX["chair"], S.FAMILY_INDEX["cat"]]
-    dat = D.generate_dataset(4, 1, dev, n_surface=512, n_occ=2048, families=fams, n_cand=1024, chunk=4, climb_steps=2)
+    dat = D.generate_dataset(4, 1, dev, n_surface=512, n_occ=2048, families=fams, n_cand=1024, chunk=4, climb_steps=2,
+                             thin_share=a.thin_share)
     vae = M.OneDAutoEncoder(scfg).to(dev).train()
     train_vae(vae, dat, dev, 2.0, 4, 512, 1e-4, amp)
     vae.eval()
@@ -350,13 +355,19 @@ def preflight(a, dev, amp, tok, gcfg, scfg, tcfg):
     g.shape_model_vocab_size, g.shape_model_embed_dim, g.text_model_embed_dim = scfg.num_codes, scfg.embed_dim, tcfg.hidden_size
     gpt, clip = M.DualStreamRoformer(g).to(dev).train(), M.ClipTextModel(tcfg).to(dev).train()
     train_gpt(gpt, clip, vae.bottleneck.block.get_codebook().detach(), tokens, dat["bbox"].float(), keyidx,
-              (ids_pool, msk_pool, unk_pool), dev, 2.0, 4, 1e-4, amp)
+              (ids_pool, msk_pool, unk_pool), dev, 2.0, 4, 1e-4, amp,
+              shape_weight=1.0 + (dat["fam"] == fams[0]).float())  # the weighted-sampling path too
     gpt.eval(); clip.eval()
     pdir = os.path.join(a.out, "preflight_model")
     E.export_model(pdir, gpt, vae, clip, known_ids, a.tokenizer_dir)
     gpt2, vae2, clip2, _ = E.load_model_dir(pdir, dev)
-    rep, _, _ = EV.run_eval(gpt2, vae2, clip2, tok, dev, refs_per_family=2, res=16, families=fams,
-                            bbox_prompts_per_family=1, log=log, climb_steps=2)
+    refs = EV.reference_set(4242, 2, dev, res=16, families=fams, climb_steps=2)
+    ekw = dict(refs_per_family=2, res=16, families=fams, bbox_prompts_per_family=1, log=log, climb_steps=2, refs=refs,
+               min_attr_prompts=2, extra_plain=1)
+    rep, _, _ = EV.run_eval(gpt2, vae2, clip2, tok, dev, ref_validity=True, **ekw)
+    if a.compare_model:  # the comparison's code path too, on the real comparison model
+        g0, v0, c0, cd0 = E.load_model_dir(a.compare_model, dev)
+        EV.run_eval(g0, v0, c0, clip_bpe.ClipTokenizer(cd0), dev, **ekw)
     import shutil
     shutil.rmtree(pdir)
     log(f"preflight ok in {time.time() - t:.1f}s (family acc {rep['family_accuracy']})")
@@ -381,7 +392,13 @@ def main():
     ap.add_argument("--init-vae", default=None, help="model dir whose shape_tokenizer to reuse (skips VAE training)")
     ap.add_argument("--continue-vae", action="store_true",
                     help="with --init-vae: keep training that VAE for --vae-seconds instead of freezing it")
-    ap.add_argument("--eval-refs", type=int, default=24)
+    ap.add_argument("--eval-refs", type=int, default=EV.REFS_PER_FAMILY)
+    ap.add_argument("--compare-model", default=None,
+                    help="also evaluate this model dir against the same references and prompts (report['compare'])")
+    ap.add_argument("--gpt-family-weights", default="",
+                    help="e.g. 'capsule:2,cactus:2': GPT samples these families' shapes this many times as often")
+    ap.add_argument("--thin-share", type=float, default=0.5,
+                    help="share of the near-surface occupancy samples placed by thinness instead of area (data.py)")
     ap.add_argument("--no-eval", action="store_true")
     ap.add_argument("--tokenizer-dir", default=clip_bpe.DEFAULT_DIR)
     ap.add_argument("--deadline", type=float, default=None, help="seconds since start by which everything must end")
@@ -429,7 +446,7 @@ def main():
     t = time.time()
     dat = D.generate_dataset(a.n_per_family, a.seed, dev, n_surface=n_surface, n_occ=n_occ, families=families,
                              n_cand=n_cand, chunk=a.data_chunk if not a.tiny else 3, log=log,
-                             max_seconds=a.data_seconds, climb_steps=a.climb_steps)
+                             max_seconds=a.data_seconds, climb_steps=a.climb_steps, thin_share=a.thin_share)
     if dev.startswith("cuda"):
         torch.cuda.synchronize()
     timings["data_s"] = round(time.time() - t, 1)
@@ -491,6 +508,14 @@ def main():
             if p.dim() >= 2:
                 torch.nn.init.normal_(p, std=0.02)
     log(f"gpt params {M.count_params(gpt)}, clip params {M.count_params(clip)}")
+    shape_weight = None
+    if a.gpt_family_weights:
+        fw = torch.ones(len(S.FAMILIES), device=dev)
+        for item in a.gpt_family_weights.split(","):
+            name, w = item.split(":")
+            fw[S.FAMILY_INDEX[name.strip()]] = float(w)
+        shape_weight = fw[dat["fam"]]
+        log(f"gpt family weights {a.gpt_family_weights}")
     gpt.train()
     clip.train()
     gpt_seconds = a.gpt_seconds
@@ -499,7 +524,7 @@ def main():
         log(f"gpt budget {gpt_seconds:.0f}s")
     timings["gpt_steps"] = train_gpt(gpt, clip, code_norm, tokens, dat["bbox"].float(), keyidx,
                                      (ids_pool, msk_pool, unk_pool), dev, gpt_seconds, a.gpt_batch, a.gpt_lr, amp,
-                                     auto_batch=a.auto_batch)
+                                     auto_batch=a.auto_batch, shape_weight=shape_weight)
     gpt.eval()
     clip.eval()
     timings["gpt_s"] = round(time.time() - t, 1)
@@ -529,9 +554,23 @@ def main():
     rep = {}
     if not a.no_eval:
         t = time.time()
-        rep, _, _ = EV.run_eval(gpt2, vae2, clip2, tok, dev, refs_per_family=a.eval_refs,
-                                res=a.eval_res if not a.tiny else 16, families=families, train_captions=train_caps,
-                                log=log, climb_steps=a.eval_climb)
+        eres = a.eval_res if not a.tiny else 16
+        full = {} if a.tiny else dict(EV.FULL_EVAL)
+        refs = EV.reference_set(4242, a.eval_refs, dev, res=eres, families=families, climb_steps=a.eval_climb)
+        rep, _, _ = EV.run_eval(gpt2, vae2, clip2, tok, dev, refs_per_family=a.eval_refs, res=eres, families=families,
+                                train_captions=train_caps, log=log, climb_steps=a.eval_climb, refs=refs,
+                                ref_validity=True, **full)
+        if a.compare_model:
+            try:
+                g0, v0, c0, cd0 = E.load_model_dir(a.compare_model, dev)
+                tok0 = clip_bpe.ClipTokenizer(cd0)
+                rep0, _, _ = EV.run_eval(g0, v0, c0, tok0, dev, refs_per_family=a.eval_refs, res=eres,
+                                         families=families, train_captions=train_caps, log=log,
+                                         climb_steps=a.eval_climb, refs=refs, **full)
+                rep["compare"] = dict(model=a.compare_model, report=rep0)
+                log("compare: " + json.dumps({k: v for k, v in rep0.items() if not isinstance(v, (dict, list))}))
+            except Exception as ex:  # the comparison must never cost the run's own results
+                log(f"compare failed: {ex!r}")
         timings["eval_s"] = round(time.time() - t, 1)
         log("eval: " + json.dumps({k: v for k, v in rep.items() if not isinstance(v, (dict, list))}))
         log("eval per family: " + json.dumps(rep["family_accuracy_per_family"]))
@@ -541,7 +580,9 @@ def main():
     rep["config"] = dict(gpt=vars(gcfg), shape=vars(scfg), text=vars(tcfg), n_per_family=a.n_per_family,
                          vae_batch=CHOSEN.get("vae_batch", a.vae_batch), vae_queries=a.vae_queries,
                          gpt_batch=CHOSEN.get("gpt_batch", a.gpt_batch), vae_lr=a.vae_lr,
-                         init_vae=a.init_vae, continue_vae=bool(a.continue_vae), part_dilation=S.DILATION)
+                         init_vae=a.init_vae, continue_vae=bool(a.continue_vae), part_dilation=S.DILATION,
+                         thin_share=a.thin_share, thin_ref=D.THIN_REF, thin_boost=D.THIN_BOOST,
+                         gpt_family_weights=a.gpt_family_weights, eval_refs=a.eval_refs)
     with open(os.path.join(a.out, "report.json"), "w") as f:
         json.dump(rep, f, indent=1)
     if not a.tiny:
