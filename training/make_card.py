@@ -122,7 +122,9 @@ def write_card(dest, report_path=None, log_path=None):
                         "plane at the tier's top (the first cut's sign is inverted), so the roofs are missing and each "
                         "tier's body ends 0.3 tier-heights below the next one; a faithful pagoda is several components "
                         "and counts as invalid, which caps the reachable valid share below 98% until shapes.py is "
-                        "fixed and the model retrained.\n" if "pagoda" in bad else "\n"))
+                        "fixed and the model retrained. (shapes.py was fixed after this model was trained, and "
+                        "test_shapes now checks every family is one piece; this model still draws the floating tiers "
+                        "until the next retrain.)\n" if "pagoda" in bad else "\n"))
         cmp_ = rep.get("compare")
         if cmp_:
             c = cmp_["report"]

@@ -689,8 +689,9 @@ class Pagoda(Family):
             s = 1.0 - shrink * jj
             y0 = lh * jj
             body = box(x, y - y0 - lh * 0.35, z, R * 0.55 * s, lh * 0.35, R * 0.55 * s)
-            roof = inter(pyramid_sq(x, y - y0 - lh * 0.62, z, R * s, lh * 0.6), -(y - y0 - lh + 0.0))
-            roof = inter(roof, -(y - y0 - lh * 0.62) + 0.0 * s + 0.0 + lh * 0.38)
+            # flared eaves: the pyramid from the body's upper part (y0 + 0.62 lh) cut flat at the tier's top (y0 + lh),
+            # where the next tier's body (or the spire) stands on it
+            roof = inter(pyramid_sq(x, y - y0 - lh * 0.62, z, R * s, lh * 0.6), y - y0 - lh)
             tier = union(body, roof)
             d = union(d, masked(tier, k > jj))
         return d
