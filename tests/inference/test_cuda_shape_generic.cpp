@@ -54,10 +54,15 @@ TEST(CudaShapeGeneric, DefaultModelShapeStageOnTheGpu) {
   const cubeforge::Mesh gpu = model->tokens_to_mesh(ids, mo, nullptr, &gs);
   EXPECT_EQ(gs.shape_backend.rfind("cuda", 0), 0u) << gs.shape_backend;
   ASSERT_FALSE(gpu.empty());
-  const auto ch = cubeforge::chamfer_distance(cpu, gpu, 20000);
-  std::printf("  default model, rb 6: GPU %zu verts vs CPU %zu, Chamfer %.2e\n", gpu.vertex_count(), cpu.vertex_count(),
-              ch.chamfer);
-  EXPECT_LT(ch.chamfer, 0.01);
+  // On the meshes' vertices, not on random surface samples: 20000 samples of the *same* rb-6 mesh drawn twice differ
+  // by Chamfer ~1.1e-2 (sampling noise; measured on the CPU mesh of this case), which hid the GPU-vs-CPU difference.
+  // Marching-cubes vertices of identical fields coincide exactly, so what remains is the bf16 field's shift: it must
+  // stay below a quarter of an rb-6 cell.
+  const auto ch = cubeforge::chamfer_distance(cpu, gpu, 0);
+  const double cell = 2.1 / 64.0;
+  std::printf("  default model, rb 6: GPU %zu verts vs CPU %zu, vertex Chamfer %.2e (%.3f cells), Hausdorff %.2e\n",
+              gpu.vertex_count(), cpu.vertex_count(), ch.chamfer, ch.chamfer / cell, ch.hausdorff);
+  EXPECT_LT(ch.chamfer, 0.25 * cell);
 #endif
 }
 
