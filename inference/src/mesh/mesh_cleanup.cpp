@@ -72,36 +72,49 @@ void bbox_of(const Mesh& m, const std::vector<uint8_t>* used, Vec3& lo, Vec3& hi
 size_t merge_duplicate_vertices(Mesh& m, float epsilon) {
   const size_t n = m.positions.size();
   if (n == 0) return 0;
-  struct Key {
-    int64_t k[3];
-    uint32_t v;
-  };
-  std::vector<Key> keys(n);
-  for (size_t v = 0; v < n; ++v) {
-    keys[v].v = uint32_t(v);
+  // Vertices are visited in index order and hashed on their key (bit patterns, or epsilon cells): the first vertex
+  // of a key becomes the representative of every later one (the lowest index of the group), as a sort by key would
+  // make it. Linear time instead of the sort's n log n.
+  using Key = std::array<int64_t, 3>;
+  auto key_of = [&](size_t v) {
+    Key k;
     for (int a = 0; a < 3; ++a) {
       if (epsilon > 0.0f) {
-        keys[v].k[a] = int64_t(std::floor(double(m.positions[v][a]) / double(epsilon)));
+        k[a] = int64_t(std::floor(double(m.positions[v][a]) / double(epsilon)));
       } else {
         const float f = m.positions[v][a] + 0.0f;  // -0 -> +0
         uint32_t bits;
         std::memcpy(&bits, &f, 4);
-        keys[v].k[a] = bits;
+        k[a] = bits;
       }
     }
-  }
-  std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
-    if (a.k[0] != b.k[0]) return a.k[0] < b.k[0];
-    if (a.k[1] != b.k[1]) return a.k[1] < b.k[1];
-    if (a.k[2] != b.k[2]) return a.k[2] < b.k[2];
-    return a.v < b.v;
-  });
+    return k;
+  };
+  auto hash_of = [](const Key& k) {
+    uint64_t h = 0x9e3779b97f4a7c15ULL;
+    for (int64_t x : k) {
+      h ^= uint64_t(x) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+      h *= 0xff51afd7ed558ccdULL;
+    }
+    return h ^ (h >> 33);
+  };
+  // Open addressing with 8-byte slots (vertex, 32-bit fingerprint of the key): the table stays cache-sized, and a
+  // slot's key is recomputed from its vertex only when the fingerprints agree.
+  struct Slot {
+    uint32_t v = UINT32_MAX, fp = 0;
+  };
+  size_t cap = 16;
+  while (cap < 2 * n) cap <<= 1;
+  std::vector<Slot> table(cap);
   std::vector<uint32_t> rep(n);
-  for (size_t s = 0; s < n;) {
-    size_t e = s + 1;
-    while (e < n && std::memcmp(keys[e].k, keys[s].k, sizeof(keys[s].k)) == 0) ++e;
-    for (size_t q = s; q < e; ++q) rep[keys[q].v] = keys[s].v;  // lowest index of the group
-    s = e;
+  for (size_t v = 0; v < n; ++v) {
+    const Key k = key_of(v);
+    const uint64_t h = hash_of(k);
+    const uint32_t fp = uint32_t(h >> 32);
+    size_t i = h & (cap - 1);
+    while (table[i].v != UINT32_MAX && (table[i].fp != fp || key_of(table[i].v) != k)) i = (i + 1) & (cap - 1);
+    if (table[i].v == UINT32_MAX) table[i] = {uint32_t(v), fp};
+    rep[v] = table[i].v;
   }
   std::vector<uint32_t> remap(n, UINT32_MAX);
   uint32_t next = 0;
@@ -122,7 +135,8 @@ size_t merge_duplicate_vertices(Mesh& m, float epsilon) {
 
 size_t remove_degenerate_faces(Mesh& m) {
   // Each valid face gets a key: its corners rotated so the smallest comes first, then the other two sorted; the
-  // orientation is whether that sort swapped them. Sorting the keys groups copies of the same corner set.
+  // orientation is whether that sort swapped them. Copies of a corner set share their smallest corner, so the faces
+  // are bucketed by it (a counting sort, stable in face order) and only each bucket (a handful of faces) is sorted.
   struct Item {
     uint32_t k[3];
     uint32_t face;
@@ -143,27 +157,40 @@ size_t remove_degenerate_faces(Mesh& m) {
     if (orient) std::swap(r[1], r[2]);
     items.push_back({{r[0], r[1], r[2]}, uint32_t(f), orient});
   }
-  std::sort(items.begin(), items.end(), [](const Item& x, const Item& y) {
-    if (x.k[0] != y.k[0]) return x.k[0] < y.k[0];
-    if (x.k[1] != y.k[1]) return x.k[1] < y.k[1];
-    if (x.k[2] != y.k[2]) return x.k[2] < y.k[2];
-    return x.face < y.face;
-  });
+  const size_t nv = m.positions.size();
+  std::vector<uint32_t> start(nv + 1, 0);
+  for (const auto& it : items) ++start[it.k[0] + 1];
+  for (size_t v = 0; v < nv; ++v) start[v + 1] += start[v];
+  std::vector<uint32_t> order(items.size());
+  {
+    std::vector<uint32_t> fill(start.begin(), start.end() - 1);
+    for (uint32_t i = 0; i < items.size(); ++i) order[fill[items[i].k[0]]++] = i;
+  }
+  auto less = [&](uint32_t x, uint32_t y) {
+    const Item &a = items[x], &b = items[y];
+    if (a.k[1] != b.k[1]) return a.k[1] < b.k[1];
+    if (a.k[2] != b.k[2]) return a.k[2] < b.k[2];
+    return a.face < b.face;
+  };
   // Same-orientation copies: keep the first. Opposite orientations (a fold) cancel pairwise: only the first face of
   // the surplus orientation stays, if any.
   std::vector<uint8_t> keep(nf, 0);
-  for (size_t i = 0; i < items.size();) {
-    size_t j = i;
-    size_t count[2] = {0, 0};
-    uint32_t first[2] = {UINT32_MAX, UINT32_MAX};
-    while (j < items.size() && std::memcmp(items[j].k, items[i].k, sizeof(items[i].k)) == 0) {
-      const uint8_t o = items[j].orient;
-      if (!count[o]++) first[o] = items[j].face;
-      ++j;
+  for (size_t v = 0; v < nv; ++v) {
+    const auto b0 = order.begin() + start[v], b1 = order.begin() + start[v + 1];
+    if (b1 - b0 > 1) std::sort(b0, b1, less);
+    for (auto i = b0; i < b1;) {
+      auto j = i;
+      size_t count[2] = {0, 0};
+      uint32_t first[2] = {UINT32_MAX, UINT32_MAX};
+      while (j < b1 && items[*j].k[1] == items[*i].k[1] && items[*j].k[2] == items[*i].k[2]) {
+        const uint8_t o = items[*j].orient;
+        if (!count[o]++) first[o] = items[*j].face;
+        ++j;
+      }
+      if (count[0] > count[1]) keep[first[0]] = 1;
+      else if (count[1] > count[0]) keep[first[1]] = 1;
+      i = j;
     }
-    if (count[0] > count[1]) keep[first[0]] = 1;
-    else if (count[1] > count[0]) keep[first[1]] = 1;
-    i = j;
   }
   size_t out = 0;
   for (size_t f = 0; f < nf; ++f)
