@@ -154,8 +154,8 @@ int run(int argc, char** argv) {
   const auto& s = res.stats;
   std::vector<double> steps;
   for (size_t i = 1; i < s.token_ms.size(); ++i) steps.push_back(s.token_ms[i] - s.token_ms[i - 1]);
-  // Mean decode step: the GPT stage after prefill over its N steps (the BOS step yields token 0). The per-token
-  // p50/p95 are arrival gaps: the CUDA loop hands tokens over per captured chunk, so most gaps are ~0 there.
+  // Mean decode step: the GPT stage after prefill over its N steps (the BOS step yields token 0). p50/p95 are the gaps
+  // between token times (on the CUDA path: device step times, spread evenly within each captured graph chunk).
   const double tpot_mean = res.tokens.empty() ? 0 : (s.gpt_ms - s.prefill_ms) / double(res.tokens.size());
   nlohmann::json j = {
       {"prompt", prompt},          {"tokens", res.tokens.size()},       {"backend", s.backend},

@@ -45,7 +45,8 @@ struct GenerateOptions {
   int steps_per_graph = 8;               // decode steps captured in one CUDA graph
   int queue_depth = 3;                   // graph launches kept in flight ahead of the host
   // Called on the calling thread as tokens arrive (in order, per step all variations): step index, variation,
-  // token id, seconds since generate() started (host time the token was seen).
+  // token id, seconds since generate() started at which the step finished on the device (CUDA events bound each
+  // graph chunk; its steps are spread evenly over it), so the gaps between tokens are decode steps.
   std::function<void(int index, int variation, int32_t token, double seconds)> on_token;
   const std::atomic<bool>* cancel = nullptr;  // checked between graph launches; set => throws cubeforge::Cancelled
 };

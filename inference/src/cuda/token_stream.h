@@ -112,17 +112,30 @@ inline bool stream_tokens(cudaStream_t stream, int N, int P, const int* host_rin
     chunks.push_back({e, first, count});
   };
   size_t delivered = 0;
+  double base_s = 0;  // host time of the start marker's record, seconds since t_start_ms
+  // A token's time is when its step finished on the device: the chunk's events bound the chunk, and the steps of one
+  // graph chunk (equal work) are spread evenly over it. Arrival times would put a whole chunk at one instant (gaps
+  // of ~0 then one of K steps), which made per-token statistics useless. Host time if the events cannot be read.
   auto deliver = [&]() {
-    const Chunk& ch = chunks[delivered++];
+    const size_t idx = delivered++;
+    const Chunk& ch = chunks[idx];
     CF_CUDA(cudaEventSynchronize(ch.ev));
-    if (!o.on_token) return;
-    const double t = (host_ms() - t_start_ms) / 1000.0;
+    if (!o.on_token || ch.count == 0) return;
+    float end_ms = 0, prev_ms = 0;
+    const bool timed = cudaEventElapsedTime(&end_ms, chunks[0].ev, ch.ev) == cudaSuccess &&
+                       (idx < 2 || cudaEventElapsedTime(&prev_ms, chunks[0].ev, chunks[idx - 1].ev) == cudaSuccess);
+    if (!timed) cudaGetLastError();
+    const double arrival = (host_ms() - t_start_ms) / 1000.0;
     const volatile int* ring = host_ring;
-    for (int i = ch.first; i < ch.first + ch.count; ++i)
+    for (int i = ch.first; i < ch.first + ch.count; ++i) {
+      const double t = timed ? base_s + (prev_ms + (end_ms - prev_ms) * double(i - ch.first + 1) / ch.count) / 1000.0
+                             : arrival;
       for (int p = 0; p < P; ++p) o.on_token(i, p, ring[(size_t)p * N + i], t);
+    }
   };
   bool cancelled = false;
   try {
+    base_s = (host_ms() - t_start_ms) / 1000.0;
     record(0, 0);  // start marker
     launch(0, 1);  // step 0: BOS
     record(0, 1);
