@@ -21,6 +21,7 @@
 
 #include "arg_lists.h"
 #include "command.h"
+#include "stats_util.h"
 #include "cubeforge/error.h"
 #include "cubeforge/grid.h"
 #include "cubeforge/marching_cubes.h"
@@ -45,12 +46,7 @@ double cpu_seconds() {  // CPU time of the whole process (all threads)
   return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using cubeforge::cli::median;
 
 void set_threads(int n) {
   if (n <= 0) return;

@@ -19,6 +19,7 @@
 
 #include "arg_lists.h"
 #include "command.h"
+#include "stats_util.h"
 #include "cubeforge/model_config.h"
 #ifdef CUBEFORGE_HAVE_CUDA
 #include "cubeforge/analytic_fields.h"
@@ -193,11 +194,7 @@ double sign_agreement(const float* a, const float* b, size_t n) {
   return n ? double(same) / double(n) : 1.0;
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
+using cubeforge::cli::median;
 
 int failures = 0;
 void verdict(const char* what, bool ok, const std::string& detail) {

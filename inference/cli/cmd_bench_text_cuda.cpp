@@ -14,6 +14,7 @@
 
 #include "arg_lists.h"
 #include "command.h"
+#include "stats_util.h"
 #include "cubeforge/clip_tokenizer.h"
 #include "cubeforge/cube3d.h"
 #include "cubeforge/error.h"
@@ -25,10 +26,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
+using cubeforge::cli::median;
 
 template <typename F>
 double median_ms(int reps, F&& f) {

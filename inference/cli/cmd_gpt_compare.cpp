@@ -8,6 +8,7 @@
 
 #include "arg_lists.h"
 #include "command.h"
+#include "stats_util.h"
 #include "cubeforge/cube3d.h"
 #include "cubeforge/cuda_backend.h"
 #include "model_location.h"
@@ -37,11 +38,7 @@ Run run_once(Cube3D& model, const cubeforge::GenerationRequest& req) {
   return r;
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
+using cubeforge::cli::median;
 
 int run(int argc, char** argv) {
   CLI::App app{"prompt -> tokens on the CPU and the CUDA path: timings and token agreement", argv[0]};
