@@ -104,25 +104,32 @@ bool env_says_cpu(const char* var) {
 }  // namespace
 void register_text_backend_factory(TextBackendFactory factory) { text_backend_factory() = factory; }
 
+namespace {
+// Follows the token loop for one GPU stage: with a CUDA loop, a registered factory and no `env`=cpu, keeps or
+// creates the stage (on failure stderr says "<unavailable> (<why>); <fallback>"); otherwise drops it.
+template <typename Backend>
+void follow_token_loop(bool cuda, std::unique_ptr<Backend> (*factory)(const Cube3D&, std::string*), const char* env,
+                       std::unique_ptr<Backend>& stage, const Cube3D& model, const char* unavailable,
+                       const char* fallback) {
+  if (!cuda || !factory || env_says_cpu(env)) {
+    stage.reset();
+    return;
+  }
+  if (stage) return;
+  std::string why = "unknown reason";
+  stage = factory(model, &why);
+  if (!stage) std::fprintf(stderr, "%s (%s); %s\n", unavailable, why.c_str(), fallback);
+}
+}  // namespace
+
 void Cube3D::set_token_backend(std::unique_ptr<TokenBackend> backend) {
   backend_ = std::move(backend);
   // The GPU shape stage and text tower follow the CUDA token loop (one switch for front ends: enable_best_backend).
   const bool cuda = backend_ && backend_->name().rfind("cuda", 0) == 0;
-  if (!cuda || !text_backend_factory() || env_says_cpu("CUBEFORGE_TEXT_BACKEND")) {
-    text_backend_.reset();
-  } else if (!text_backend_) {
-    std::string why = "unknown reason";
-    text_backend_ = text_backend_factory()(*this, &why);
-    if (!text_backend_) std::fprintf(stderr, "GPU text encoder unavailable (%s); CLIP runs on the CPU\n", why.c_str());
-  }
-  if (!cuda || !shape_backend_factory() || env_says_cpu("CUBEFORGE_SHAPE_BACKEND")) {
-    shape_backend_.reset();
-    return;
-  }
-  if (shape_backend_) return;
-  std::string why = "unknown reason";
-  shape_backend_ = shape_backend_factory()(*this, &why);
-  if (!shape_backend_) std::fprintf(stderr, "GPU shape stage unavailable (%s); the shape stage runs on the CPU\n", why.c_str());
+  follow_token_loop(cuda, text_backend_factory(), "CUBEFORGE_TEXT_BACKEND", text_backend_, *this,
+                    "GPU text encoder unavailable", "CLIP runs on the CPU");
+  follow_token_loop(cuda, shape_backend_factory(), "CUBEFORGE_SHAPE_BACKEND", shape_backend_, *this,
+                    "GPU shape stage unavailable", "the shape stage runs on the CPU");
 }
 std::string Cube3D::backend_name() const { return backend_ ? backend_->name() : "cpu"; }
 void Cube3D::set_shape_backend(std::unique_ptr<ShapeBackend> backend) { shape_backend_ = std::move(backend); }
