@@ -9,6 +9,7 @@
 #      ATTRIB="16,32"  engine variants teacher-forced against the same fp32 reference in check01 (error attribution);
 #      VARIANTS="16 256" variant bit sets benchmarked (v0.1, quick, batch 1) in the variants stage.
 set -uo pipefail
+. tools/device/common.sh
 OUT=${OUT:-/tmp/cuda-gpt-out}
 mkdir -p "$OUT"
 STAGES=${1:-check,checkmicro,bench01,bench05,variants,profile,sanitize}
@@ -25,14 +26,7 @@ if ! "$BIN" --help >/dev/null 2>&1; then
   BIN=/tmp/cfbuild/cubeforge-gen
   echo "built in $(( $(date +%s) - t0 )) s"
 fi
-run() {  # name timeout cmd...
-  local name=$1 to=$2; shift 2
-  local t0=$(date +%s)
-  timeout "$to" "$@" > "$OUT/$name.log" 2>&1
-  local rc=$?
-  echo "== $name rc=$rc $(( $(date +%s) - t0 )) s"
-  return $rc
-}
+RUN_LOG_DIR="$OUT"
 T_START=$(date +%s)
 # smoke test first: a hang or crash here stops the run before it burns the lease. If the default decode path
 # fails, FALLBACK (variant bits of a known-good path) is added to every later command so the call still measures.

@@ -6,6 +6,7 @@
 # twice: decode Linears as one-warp-per-column GEMVs (default) and as the tiled GEMM (CUBEFORGE_GENERIC_TILED=1). Carry .devcarry/generic
 # (tools/device/build_generic.sh). Usage (device tool, repo root): CF_COMMIT=<hash> bash tools/device/generic_gpt_run.sh
 set -uo pipefail
+. tools/device/common.sh
 OUT=${OUT:-/tmp/generic-out}
 mkdir -p "$OUT"
 C=.devcarry/generic
@@ -14,19 +15,12 @@ rm -rf "$L"; mkdir -p "$L"
 echo "commit ${CF_COMMIT:-unknown (pass CF_COMMIT=<hash of the tree the binaries were built from>)}" | tee "$L/commit.txt"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$L/gpu.txt"
 for f in cubeforge-gen inference_tests; do
-  python3 -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" "$C/$f.xz" "/tmp/$f"
-  chmod +x "/tmp/$f"
+  unpack_xz "$C/$f.xz" "/tmp/$f"
 done
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 ldd /tmp/cubeforge-gen | grep -i "not found"
 G=$C/shared/golden/cube3d
-run() {  # name timeout cmd...
-  local name=$1 to=$2; shift 2
-  local t0=$(date +%s%N)
-  timeout "$to" "$@" > "$L/$name.log" 2>&1
-  local rc=$?
-  echo "== $name rc=$rc $(( ($(date +%s%N) - t0) / 1000000 )) ms"
-}
+RUN_LOG_DIR="$L"
 T0=$(date +%s)
 run golden01 40 /tmp/cubeforge-gen golden "$G" tiny_v01 --backend cuda; cat "$L/golden01.log"
 run golden05 40 /tmp/cubeforge-gen golden "$G" tiny_v05 --backend cuda; cat "$L/golden05.log"

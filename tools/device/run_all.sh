@@ -5,14 +5,13 @@
 # Usage (device tool, repo root, carry .devcarry/all): bash tools/device/run_all.sh [GPT_STAGES] [SHAPE_STAGES]
 #   a stage list of "none" skips that script.
 set -uo pipefail
+. tools/device/common.sh
 OUTDIR=${OUT:-/tmp/cf-all-out}
 GPT_STAGES=${1:-check,bench01,bench05,variants,profile}
 SHAPE_STAGES=${2:-check,bench01,bench05}
 if [ -f .devcarry/all/cubeforge-gen.xz ]; then
   mkdir -p .devcarry/cuda-gpt .devcarry/cuda-shape
-  python3 -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" \
-      .devcarry/all/cubeforge-gen.xz .devcarry/cuda-shape/cubeforge-gen
-  chmod +x .devcarry/cuda-shape/cubeforge-gen
+  unpack_xz .devcarry/all/cubeforge-gen.xz .devcarry/cuda-shape/cubeforge-gen
   cp .devcarry/cuda-shape/cubeforge-gen .devcarry/cuda-gpt/cubeforge-gen
 fi
 LOGS=/tmp/cf-all-logs

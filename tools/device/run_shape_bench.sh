@@ -6,6 +6,7 @@
 #   bash tools/device/run_shape_bench.sh [STAGES]   STAGES: comma list of checksmall,check,bench01,bench05,e2e,sanitize
 #   (default check,bench01,bench05,e2e); BENCH_FLAGS adds options to the bench runs (e.g. --no-dense)
 set -uo pipefail
+. tools/device/common.sh
 OUT=${OUT:-/tmp/cuda-shape-out}
 mkdir -p "$OUT"
 STAGES=${1:-check,bench01,bench05,e2e}
@@ -21,8 +22,7 @@ BIN=.devcarry/cuda-shape/cubeforge-gen
 XZ=${SHAPE_XZ:-.devcarry/shape-xz/cubeforge-gen.xz}  # compressed carry (keeps the carried tree under 64 MiB)
 if [ -f "$XZ" ]; then
   mkdir -p /tmp/cf-shape-bin
-  python3 -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" "$XZ" /tmp/cf-shape-bin/cubeforge-gen
-  chmod +x /tmp/cf-shape-bin/cubeforge-gen
+  unpack_xz "$XZ" /tmp/cf-shape-bin/cubeforge-gen
   BIN=/tmp/cf-shape-bin/cubeforge-gen
 fi
 if ! "$BIN" --help >/dev/null 2>&1; then
@@ -32,14 +32,7 @@ if ! "$BIN" --help >/dev/null 2>&1; then
   BIN=/tmp/cfshape/cubeforge-gen
   echo "built in $(( $(date +%s) - t0 )) s"
 fi
-run() {  # name timeout cmd...
-  local name=$1 to=$2; shift 2
-  local t0=$(date +%s)
-  timeout "$to" "$@" > "$OUT/$name.log" 2>&1
-  local rc=$?
-  echo "== $name rc=$rc $(( $(date +%s) - t0 )) s"
-  return $rc
-}
+RUN_LOG_DIR="$OUT"
 has checksmall && run checksmall 30 "$BIN" bench-shape-gpu --check-only --synthetic small
 has check && run check01 60 "$BIN" bench-shape-gpu --check-only --synthetic v0.1
 has bench01 && run bench01 50 "$BIN" bench-shape-gpu --synthetic v0.1 --rb 7,8,9 --reps 2 $BENCH_FLAGS

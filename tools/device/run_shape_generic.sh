@@ -10,6 +10,7 @@
 # compute-sanitizer memcheck on a golden shape case, the default model's shape stage GPU vs CPU at rb 8, and the
 # full-size v0.1 rb-8 bench rows (the fast path's timings).
 set -uo pipefail
+. tools/device/common.sh
 D=${1:-.devcarry/shapegen}
 STAGES=${STAGES:-golden,gtest,checksmall,checknew,memcheck,model,bench01}
 has() { [[ ",$STAGES," == *",$1,"* ]]; }
@@ -19,20 +20,12 @@ export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 echo "commit ${CF_COMMIT:-unknown}" | tee "$OUT/commit.txt"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader | tee "$OUT/gpu.txt"
 for t in cubeforge-gen inference_tests; do
-  python3 -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" "$D/$t.xz" /tmp/sg/$t
-  chmod +x /tmp/sg/$t
+  unpack_xz "$D/$t.xz" /tmp/sg/$t
 done
 G=/tmp/sg/cubeforge-gen
 GOLD=$D/shared/golden/cube3d
 export CUBEFORGE_SHARED_DIR=$PWD/$D/shared CUBEFORGE_SOURCE_DIR=$PWD
-run() {  # name timeout cmd...
-  local name=$1 to=$2; shift 2
-  local t0=$(date +%s%N)
-  timeout "$to" "$@" > "$OUT/$name.log" 2>&1
-  local rc=$?
-  echo "== $name rc=$rc $(( ($(date +%s%N) - t0) / 1000000 )) ms"
-  return $rc
-}
+RUN_LOG_DIR="$OUT"
 has golden && run golden01 20 $G golden "$GOLD" tiny_v01 --backend cuda --stage shape
 has golden && run golden05 20 $G golden "$GOLD" tiny_v05 --backend cuda --stage shape
 has gtest && run gtest 40 /tmp/sg/inference_tests --gtest_filter='*CudaShape*'

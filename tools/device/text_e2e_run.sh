@@ -10,6 +10,7 @@
 #   STAGES: comma list of golden,tests,text,memcheck,default,e2e01,e2e05 (default: all, in this order);
 #   E2E_RB (default 7); an e2e stage starts only while the call is younger than E2E_BEFORE_S seconds (default 330).
 set -uo pipefail
+. tools/device/common.sh
 OUT=${OUT:-/tmp/text-e2e-out}
 mkdir -p "$OUT"
 STAGES=${1:-golden,tests,text,memcheck,default,e2e01,e2e05}
@@ -21,20 +22,13 @@ echo "commit ${CF_COMMIT:-unknown (pass CF_COMMIT=<hash of the tree the binaries
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$L/gpu.txt"
 echo "CPU: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)" | tee -a "$L/gpu.txt"
 for f in cubeforge-gen inference_tests; do
-  python3 -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" "$C/$f.xz" "/tmp/$f"
-  chmod +x "/tmp/$f"
+  unpack_xz "$C/$f.xz" "/tmp/$f"
 done
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 ldd /tmp/cubeforge-gen | grep -i "not found"
 G=$C/shared/golden/cube3d
 TOK=$C/shared/data/clip-tokenizer
-run() {  # name timeout cmd...
-  local name=$1 to=$2; shift 2
-  local t0=$(date +%s%N)
-  timeout "$to" "$@" > "$L/$name.log" 2>&1
-  local rc=$?
-  echo "== $name rc=$rc $(( ($(date +%s%N) - t0) / 1000000 )) ms"
-}
+RUN_LOG_DIR="$L"
 summary() {  # the fields of generate --json that make the prompt -> mesh table
   python3 - "$1" <<'PY'
 import json, sys
