@@ -7,12 +7,13 @@ OUT_DIR=${1:-.devcarry/cuda-gpt}
 mkdir -p "$OUT_DIR/obj"
 NVCC=${NVCC:-nvcc}
 NVFLAGS=(-std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a --use_fast_math -lineinfo --expt-relaxed-constexpr
-         -Xptxas -v -Iinference/include -DCUBEFORGE_HAVE_CUDA=1)
+         -Xptxas -v -Iinference/include -Iinference/src -DCUBEFORGE_HAVE_CUDA=1)
 CXXFLAGS=(-std=c++20 -O2 -Wall -Wextra -Iinference/include -DCUBEFORGE_HAVE_CUDA=1)
 CUDA_INC=$(dirname "$(command -v "$NVCC")")/../include
 CUDA_LIB=$(dirname "$(command -v "$NVCC")")/../lib64
 pids=()
-for f in inference/src/cuda/cuda_gpt_engine.cu inference/src/cuda/cuda_gpt_reference.cu; do
+# gpt_generic.cu: the engine falls back to the generic (any-width) GPT engine, so it links that too
+for f in inference/src/cuda/cuda_gpt_engine.cu inference/src/cuda/cuda_gpt_reference.cu inference/src/cuda/gpt_generic.cu; do
   o="$OUT_DIR/obj/$(basename "$f" .cu).o"
   "$NVCC" "${NVFLAGS[@]}" -c "$f" -o "$o" > "$o.log" 2>&1 & pids+=($!)
 done

@@ -85,27 +85,29 @@ struct Gemv {
 // One-round GEMV (gemv1_kernel, session 7): R <= 8 rows, at most MAXT work items per block, every weight byte
 // requested before griddepcontrol.wait. run() returns false (caller falls back to the persistent kernel) when the
 // launch does not fit: more rows, fewer resident blocks than total / MAXT, or a grid that is not a multiple of KSPLIT.
-template <int K, int NTILE, int NW, int KSPLIT, int EPI, int MAXT>
+// NSM (session 8): the last NSM items of a block are held in shared memory (cp.async) instead of registers.
+template <int K, int NTILE, int NW, int KSPLIT, int EPI, int MAXT, int NSM = 0>
 struct Gemv1 {
   static constexpr int NT = 8 * NTILE;
-  static constexpr bool LN = EPI == EPI_QKV;
+  static constexpr bool LN = EPI != EPI_RESID;
   static constexpr size_t kActSmemMax = 100 * 1024;
   static size_t act_bytes(int R) { return ((size_t)2 * R * (K + 32) * 2 + 15) & ~size_t(15); }
   static bool act_smem(int R, bool allow) { return !LN && allow && act_bytes(R) <= kActSmemMax; }
   static size_t smem(int R, bool act) {
     size_t s = LN ? act_bytes(R) + 16 * sizeof(float2) : (act ? act_bytes(R) : 0);
-    return s + (size_t)NW * NTILE * 128 * 4 + (size_t)MAXT * 16 * NT * 4 + 32 * 4;
+    const size_t ws = (size_t)NSM * (K / KSPLIT / (32 * NW)) * NTILE * NW * 32 * 16;  // cp.async weight items
+    return ws + s + (size_t)NW * NTILE * 128 * 4 + (size_t)MAXT * 16 * NT * 4 + 32 * 4;
   }
   static inline int occ = 0;  // resident blocks per SM at the largest launch (R = 8)
   static void prepare() {
     size_t m = 0;
     for (int r = 1; r <= 8; ++r) m = std::max(m, smem(r, act_smem(r, true)));
-    CF_CUDA(cudaFuncSetAttribute(gemv1_kernel<K, NTILE, NW, KSPLIT, EPI, MAXT>,
+    CF_CUDA(cudaFuncSetAttribute(gemv1_kernel<K, NTILE, NW, KSPLIT, EPI, MAXT, NSM>,
                                  cudaFuncAttributeMaxDynamicSharedMemorySize, (int)m));
     occ = 0;
     for (int r = 1; r <= 8; ++r) {  // the smallest occupancy over the row counts it may serve
       int o = 0;
-      CF_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&o, gemv1_kernel<K, NTILE, NW, KSPLIT, EPI, MAXT>,
+      CF_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&o, gemv1_kernel<K, NTILE, NW, KSPLIT, EPI, MAXT, NSM>,
                                                             NW * 32, smem(r, act_smem(r, true))));
       occ = r == 1 ? o : std::min(occ, o);
     }
@@ -118,13 +120,16 @@ struct Gemv1 {
     if (grid < 1 || (long)grid * MAXT < total) return false;
     GemvParams p = p0;
     p.act_smem = act_smem(p.R, allow_act) ? 1 : 0;
-    launch(gemv1_kernel<K, NTILE, NW, KSPLIT, EPI, MAXT>, dim3(grid), dim3(NW * 32), smem(p.R, p.act_smem != 0), s,
+    launch(gemv1_kernel<K, NTILE, NW, KSPLIT, EPI, MAXT, NSM>, dim3(grid), dim3(NW * 32), smem(p.R, p.act_smem != 0), s,
            pdl, p);
     return true;
   }
 };
 using Gemv1Qkv = Gemv1<D, 1, 8, 1, EPI_QKV, 3>;     // 576 items on 264 blocks
 using Gemv1Down = Gemv1<F, 1, 8, 4, EPI_RESID, 3>;  // 768 items (192 tiles x 4-way split-K) on 264 blocks
+// Session 8: gate/up as one round, 768 items of 16 outputs on 264 blocks: two in registers, the third (48 KB) in
+// shared memory (at R = 8: 110 KB per block, still two blocks per SM). EngineOptions::variant bit 31 = session 7.
+using Gemv1GateUp = Gemv1<D, 2, 8, 1, EPI_SWIGLU, 3, 1>;
 // Session 7 defaults: PIPE 1 (both register sets before griddepcontrol.wait, refill right after the MMAs); the
 // session-6 kernels (PIPE 0) stay behind EngineOptions::variant bit 26.
 using GemvQkvP = Gemv<D, 1, 8, 1, EPI_QKV, true, 2, 1>;
@@ -306,6 +311,8 @@ struct CudaGptEngine::Impl {
   bool down_fullk = false;  // variant bit 30: full-K one-tile-per-block down-proj at R <= 8 (run 2: slower than
                             // the one-round split-K kernel, 1.0329 vs 0.9972 ms)
   bool attn_serial = false; // variant bit 28: the session-6 attention split combine (one L2 round trip per split)
+  bool s8 = true;           // session 8: one-round gate/up (cp.async third item), attention's constant loads before
+                            // griddepcontrol.wait; variant bit 31 (a negative --variant) = the session-7 path
 
   int R = 0, P = 0;
   bool cfg_on = false, prefilled = false;
@@ -573,6 +580,7 @@ struct CudaGptEngine::Impl {
     GemvLmN::prepare();
     Gemv1Qkv::prepare();
     Gemv1Down::prepare();
+    Gemv1GateUp::prepare();
     GemvQkvP::prepare();
     GemvOprojP::prepare();
     GemvGateUpP::prepare();
@@ -745,6 +753,7 @@ struct CudaGptEngine::Impl {
       a.out_lo = att_lo;
       a.maxs = maxs;
       a.serial_combine = attn_serial ? 1 : 0;
+      a.early_const = s8 ? 1 : 0;
       if (pf_attn && pf_dist > 0) a.pf = stream_range(ws_cursor, pf_dist);  // o-proj + the start of gate/up
       a.tl = tl_slot(single_now ? "s.attn" : "attn");
       if (!diag_no_attn) launch(attn_decode_kernel, dim3(maxs, H, R), dim3(128), 0, stream, pdl, a);
@@ -773,7 +782,8 @@ struct CudaGptEngine::Impl {
     g.tl = tl_slot(single_now ? "s.gateup" : "gateup");
     if (ring) RingGateUp::run(g, stream, pdl, nsm, ring_nst, smem_optin);
     else if (opts.variant & 256) GemvGateUpN::run(g, stream, pdl, nsm, per_sm);
-    else if (pipe && pipe_wide) GemvGateUpP::run(g, stream, pdl, nsm, per_sm);
+    else if (s8 && one_round && per_sm == 0 && Gemv1GateUp::run(g, stream, pdl, nsm)) {
+    } else if (pipe && pipe_wide) GemvGateUpP::run(g, stream, pdl, nsm, per_sm);
     else GemvGateUp::run(g, stream, pdl, nsm, per_sm);
     GemvParams d = base_params();
     d.W = w.x_dn;
@@ -1063,11 +1073,14 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
   m.attn_serial = (opts.variant & (1 << 28)) != 0;
   m.pipe_wide = (opts.variant & (1 << 29)) != 0;
   m.down_fullk = (opts.variant & (1 << 30)) != 0;
+  m.s8 = ((unsigned)opts.variant & (1u << 31)) == 0;  // bit 31: --variant -2147483648 (+ other bits)
   if (m.pf_attn && m.pf_dist == 0) m.pf_dist = (size_t)16 << 20;
   if (opts.verbose)
     std::fprintf(stderr, "cubeforge cuda: decode GEMVs: %s%s; L2 %d MB, prefetch %zu MB%s%s, weight loads %s%s%s\n",
                  m.ring ? ("ring, " + std::to_string(m.ring_nst) + " stages of 12 KB").c_str() : "register",
-                 m.ring ? "" : m.one_round ? (m.pipe ? " (one-round qkv/down, pipe 1)" : " (one-round qkv/down, pipe 0)")
+                 m.ring ? "" : m.one_round ? (m.pipe ? (m.s8 ? " (one-round qkv/gate-up/down, pipe 1)"
+                                                             : " (one-round qkv/down, pipe 1)")
+                                                     : " (one-round qkv/down, pipe 0)")
                                           : (m.pipe ? " (pipe 1)" : " (session-6 order)"),
                  prop.l2CacheSize >> 20, m.pf_dist >> 20, m.pf_attn ? " (attention kernels only)" : "",
                  m.pf_last ? " (evict_last)" : "", m.evict_first ? "evict_first" : "default policy",

@@ -588,6 +588,20 @@ __device__ __forceinline__ void gemv_load_act(const GemvParams& p, const bf16* a
   }
 }
 
+// R <= 8 rows: the MMA A fragments of chunk column k, hi rows 0..7 in a0 and their lo parts as rows 8..15 in a1.
+template <int K>
+__device__ __forceinline__ void gemv_act8(const GemvParams& p, const bf16* act, bool from_smem, int R, int g, int k,
+                                          bool split, uint4& a0, uint4& a1) {
+  uint4 a1u, l0, l1;
+  gemv_load_act<K, false>(p, act, from_smem, R, g, k, split, a0, a1u, l0, l1);
+  a1 = l0;
+}
+// The two MMAs of one 32-column chunk (k order permuted identically for A and B, see below).
+__device__ __forceinline__ void mma_chunk(float (&acc)[4], const uint4& a0, const uint4& a1, const uint4& b) {
+  mma_bf16_16816(acc, a0.x, a1.x, a0.y, a1.y, b.x, b.y);
+  mma_bf16_16816(acc, a0.z, a1.z, a0.w, a1.w, b.z, b.w);
+}
+
 // ---- GEMV on tensor cores: y[r][n] = sum_k a[r][k] W[n][k] for R <= 16 rows, one weight read for all rows -------
 // A block computes tiles of NT = 8 NTILE outputs over a K range (KSPLIT ranges per tile, combined by the last of the
 // pair in a fixed order); its NW warps split that range. Each warp runs mma.m16n8k16 (rows = M, padded with zeros);
@@ -598,6 +612,14 @@ __device__ __forceinline__ void gemv_load_act(const GemvParams& p, const bf16* a
 // Weight layouts: row-major [N][K] (default), or blocked (EngineOptions::variant bit 3, not yet measured): 8-row x 32-column blocks of 512 B, block
 // (n/8, k/32) at ((n/8) (K/32) + k/32) 256 elements, row-major inside. A warp's fragment load is then one
 // contiguous 512 B request instead of 8 rows x 64 B.
+// Element offset of a lane's 16-byte weight fragment: row n (= 8-row group n / 8, row g inside it), 32-column chunk kc.
+template <int K>
+__device__ __forceinline__ size_t gemv_w_off(int n, int kc, int g, int t4, bool blocked, unsigned long long wmask) {
+  size_t off = blocked ? ((size_t)(n >> 3) * (K / 32) + kc) * 256 + (size_t)(g * 32 + t4 * 8)
+                       : (size_t)n * K + kc * 32 + t4 * 8;
+  if (wmask) off &= wmask;
+  return off;
+}
 template <int K, int NTILE, int NW, int KSPLIT>
 __device__ __forceinline__ void gemv_load_w(uint4 (&w)[K / KSPLIT / (32 * NW)][NTILE], const bf16* W, int N, int t,
                                             int warp, int g, int t4, bool blocked, uint64_t pol,
@@ -610,12 +632,49 @@ __device__ __forceinline__ void gemv_load_w(uint4 (&w)[K / KSPLIT / (32 * NW)][N
 #pragma unroll
     for (int tt = 0; tt < NTILE; ++tt) {
       const int n = n0 + tt * 8 + g;
-      size_t off = blocked ? ((size_t)(n >> 3) * (K / 32) + kc) * 256 + (size_t)(g * 32 + t4 * 8)
-                                 : (size_t)n * K + kc * 32 + t4 * 8;
-      if (wmask) off &= wmask;
+      const size_t off = gemv_w_off<K>(n, kc, g, t4, blocked, wmask);
       w[c][tt] = (n < N) ? (pol ? ld_weight_hint(W + off, pol) : ld_weight(W + off)) : make_uint4(0, 0, 0, 0);
     }
   }
+}
+// Session 8: the same fragments as gemv_load_w, copied by cp.async into this thread's own shared-memory slots
+// ws[(c NTILE + tt) NTHR + threadIdx.x] (a warp's 32 slots are 512 contiguous bytes: no bank conflicts). The thread
+// that issued them reads them back after cp.async.wait_all, so no barrier is needed. Zeros where n >= N.
+template <int K, int NTILE, int NW, int KSPLIT>
+__device__ __forceinline__ void gemv_load_w_smem(uint4* ws, const bf16* W, int N, int t, int warp, int g, int t4,
+                                                 bool blocked, uint64_t pol, unsigned long long wmask) {
+  constexpr int KS = K / KSPLIT, CPW = KS / (32 * NW), NT = 8 * NTILE, NTHR = NW * 32;
+  const int n0 = (t / KSPLIT) * NT, kbase = (t % KSPLIT) * KS;
+#pragma unroll
+  for (int c = 0; c < CPW; ++c) {
+    const int kc = kbase / 32 + c * NW + warp;
+#pragma unroll
+    for (int tt = 0; tt < NTILE; ++tt) {
+      const int n = n0 + tt * 8 + g;
+      uint4* dst = ws + (c * NTILE + tt) * NTHR + threadIdx.x;
+      if (n >= N) {
+        *dst = make_uint4(0, 0, 0, 0);
+        continue;
+      }
+      const bf16* src = W + gemv_w_off<K>(n, kc, g, t4, blocked, wmask);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+      if (pol)
+        asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(
+                         (unsigned)__cvta_generic_to_shared(dst)), "l"(src), "l"(pol) : "memory");
+      else
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((unsigned)__cvta_generic_to_shared(dst)),
+                     "l"(src) : "memory");
+#endif
+    }
+  }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void cp_async_wait_all() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
 }
 
 // MINB: minimum resident blocks per SM asked of the compiler (2: at most 128 registers, so two blocks share an SM,
@@ -770,33 +829,50 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
 // then reduces them one after the other and runs the split-K arrivals of all its items with one fence (one thread,
 // the items' atomics back to back) and one barrier pair, so the block's L2 round trips are paid once instead of
 // once per item. Same chunk order and reduction order per item as gemv_kernel: outputs bitwise equal.
-template <int K, int NTILE, int NW, int KSPLIT, int EPI, int MAXT>
+// Session 8, NSM > 0 (gate/up: 768 items of 16 outputs, 48 KB each, on 264 blocks; three register sets would not
+// fit in 128 registers): the last NSM items of a block are copied by cp.async into shared memory (gemv_load_w_smem),
+// also before griddepcontrol.wait, so the kernel is still one round. The items then run one after the other (MMAs
+// of item j, its reduction, then item j + 1; the LN input sits in shared memory, so re-reading its fragments per
+// item is cheap) to keep one accumulator set live. Per item the same sums in the same order: bitwise equal.
+template <int K, int NTILE, int NW, int KSPLIT, int EPI, int MAXT, int NSM = 0>
 __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
   constexpr int KS = K / KSPLIT;
   constexpr int CPW = KS / (32 * NW);
   static_assert(CPW * 32 * NW == KS, "K split");
-  static_assert(EPI == EPI_QKV || EPI == EPI_RESID, "one-round GEMV: qkv (LN) or residual epilogues");
-  constexpr bool LN = EPI == EPI_QKV;
+  static_assert(EPI == EPI_QKV || EPI == EPI_RESID || EPI == EPI_SWIGLU,
+                "one-round GEMV: qkv, gate/up (LN) or residual epilogues");
+  static_assert(EPI != EPI_SWIGLU || NTILE % 2 == 0, "gate/up tiles come in pairs");
+  static_assert(NSM >= 0 && NSM < MAXT, "at least one register item");
+  constexpr bool LN = EPI != EPI_RESID;
   static_assert(!LN || (K == D && KSPLIT == 1), "LN input is the residual stream");
-  constexpr int NT = 8 * NTILE;
+  constexpr int NT = 8 * NTILE, NR = MAXT - NSM, NTHR = NW * 32;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
   const int total = (p.N + NT - 1) / NT * KSPLIT;
   const int G = gridDim.x;
   const TlStamp tls(p.tl);
 
-  uint4 w[MAXT][CPW][NTILE];
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  // [NSM shared-memory weight items][input rows | red | outs | flags]
+  uint4* ws = reinterpret_cast<uint4*>(smem_raw);
+  unsigned char* smem = smem_raw + (size_t)NSM * CPW * NTILE * NTHR * 16;
+  uint4 w[NR][CPW][NTILE];
   const uint64_t pol = p.evict_first ? policy_evict_first() : 0;
 #pragma unroll
-  for (int j = 0; j < MAXT; ++j)
+  for (int j = 0; j < NR; ++j)
     if ((int)blockIdx.x + j * G < total)
       gemv_load_w<K, NTILE, NW, KSPLIT>(w[j], p.W, p.N, blockIdx.x + j * G, warp, g, t4, p.blocked, pol, p.wmask);
+#pragma unroll
+  for (int j = NR; j < MAXT; ++j)
+    if ((int)blockIdx.x + j * G < total)
+      gemv_load_w_smem<K, NTILE, NW, KSPLIT>(ws + (size_t)(j - NR) * CPW * NTILE * NTHR, p.W, p.N,
+                                             blockIdx.x + j * G, warp, g, t4, p.blocked, pol, p.wmask);
   pdl_handoff(tls);
 
-  extern __shared__ __align__(16) unsigned char smem[];
   const int R = p.R;
   const bf16* act = reinterpret_cast<const bf16*>(smem);
   const int ks = (int)blockIdx.x % KSPLIT, kbase = ks * KS;
-  const size_t off = gemv_stage_input<K, NW, LN, 2>(p, smem, R, kbase, kbase + KS);
+  // NSM > 0: LN input items one at a time (fewer live registers next to the two weight sets)
+  const size_t off = gemv_stage_input<K, NW, LN, (NSM > 0 ? 1 : 2)>(p, smem, R, kbase, kbase + KS);
   const bool act_s = LN || p.act_smem;
   float* red = reinterpret_cast<float*>(smem + off);
   float* outs = red + NW * NTILE * 128;  // [MAXT][16][NT]
@@ -817,38 +893,46 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
       }
     }
   }
-  float acc[MAXT][NTILE][4], acc2[NTILE][4];
-#pragma unroll
-  for (int j = 0; j < MAXT; ++j)
-#pragma unroll
-    for (int tt = 0; tt < NTILE; ++tt)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) acc[j][tt][i] = 0.f;
-#pragma unroll
-  for (int tt = 0; tt < NTILE; ++tt)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) acc2[tt][i] = 0.f;
+  const float acc2[NTILE][4] = {};  // unused at R <= 8 (lo parts ride in rows 8..15)
   const bool split = p.split != 0;
-#pragma unroll
-  for (int c = 0; c < CPW; ++c) {
-    const int k = kbase + (c * NW + warp) * 32 + t4 * 8;
-    uint4 a0, a1, l0, l1;
-    gemv_load_act<K, false>(p, act, act_s, R, g, k, split, a0, a1, l0, l1);
-    a1 = l0;  // rows 8..15 carry the lo parts of rows 0..7
-#pragma unroll
-    for (int j = 0; j < MAXT; ++j)
-#pragma unroll
-      for (int tt = 0; tt < NTILE; ++tt) {
-        mma_bf16_16816(acc[j][tt], a0.x, a1.x, a0.y, a1.y, w[j][c][tt].x, w[j][c][tt].y);
-        mma_bf16_16816(acc[j][tt], a0.z, a1.z, a0.w, a1.w, w[j][c][tt].z, w[j][c][tt].w);
-      }
-  }
   int nmine = 0;
+  if constexpr (NSM > 0) {
+    // items one after the other (see above); the shared-memory items wait for their own copies only
 #pragma unroll
-  for (int j = 0; j < MAXT; ++j) {
-    if ((int)blockIdx.x + j * G >= total) break;
-    nmine = j + 1;
-    gemv_reduce<NTILE, NW, false, 0>(acc[j], acc2, split, red, outs + j * 16 * NT);
+    for (int j = 0; j < MAXT; ++j) {
+      if ((int)blockIdx.x + j * G >= total) break;
+      if (j == NR) cp_async_wait_all();
+      float acc[NTILE][4] = {};
+#pragma unroll
+      for (int c = 0; c < CPW; ++c) {
+        uint4 a0, a1;
+        gemv_act8<K>(p, act, act_s, R, g, kbase + (c * NW + warp) * 32 + t4 * 8, split, a0, a1);
+#pragma unroll
+        for (int tt = 0; tt < NTILE; ++tt)
+          mma_chunk(acc[tt], a0, a1,
+                    j < NR ? w[j < NR ? j : 0][c][tt]
+                           : ws[((size_t)(j - NR) * CPW * NTILE + c * NTILE + tt) * NTHR + threadIdx.x]);
+      }
+      nmine = j + 1;
+      gemv_reduce<NTILE, NW, false, 0>(acc, acc2, split, red, outs + j * 16 * NT);
+    }
+  } else {
+    float acc[MAXT][NTILE][4] = {};
+#pragma unroll
+    for (int c = 0; c < CPW; ++c) {
+      uint4 a0, a1;
+      gemv_act8<K>(p, act, act_s, R, g, kbase + (c * NW + warp) * 32 + t4 * 8, split, a0, a1);
+#pragma unroll
+      for (int j = 0; j < MAXT; ++j)
+#pragma unroll
+        for (int tt = 0; tt < NTILE; ++tt) mma_chunk(acc[j][tt], a0, a1, w[j][c][tt]);
+    }
+#pragma unroll
+    for (int j = 0; j < MAXT; ++j) {
+      if ((int)blockIdx.x + j * G >= total) break;
+      nmine = j + 1;
+      gemv_reduce<NTILE, NW, false, 0>(acc[j], acc2, split, red, outs + j * 16 * NT);
+    }
   }
 
   if constexpr (KSPLIT > 1) {
@@ -1155,6 +1239,7 @@ struct AttnParams {
   Prefetch pf;         // L2 prefetch (variant bit 20: the next GEMVs' weights while attention runs)
   unsigned long long* tl;  // diagnostics only: timeline stamps (TlStamp) or null
   int serial_combine;  // 1: the session-6 split combine (one L2 round trip per split; variant bit 28)
+  int early_const;     // 1 (session 8): RoPE row and q/k norm weights loaded before griddepcontrol.wait
 };
 constexpr int ATT_MAXSPLIT = 128;  // splits per (row, head) the combine's shared arrays hold (host-checked)
 
@@ -1202,18 +1287,27 @@ __global__ void __launch_bounds__(128) attn_decode_kernel(const AttnParams p) {
       vreg[kk] = make_uint2(0, 0);
     }
   }
+  // constants of this step (RoPE row of pos, norm weights): before the wait (session 8) or after it (session 7)
+  float2 cs;
+  float wqn, wkn;
+  auto load_const = [&] {
+    cs = p.rope[pos * (HD / 2) + tid / 2];
+    wqn = p.qnorm[tid];
+    wkn = p.knorm[tid];
+  };
+  if (p.early_const) load_const();
   pdl_handoff(tls);
+  if (!p.early_const) load_const();
 
   __shared__ __align__(16) float qs[HD], kn[HD], vn[HD], red4[4], wm[4], wl[4], ow[4][HD];
   __shared__ int last;
-  const float2 cs = p.rope[pos * (HD / 2) + tid / 2];
   const float* qrow = p.qkv + (size_t)r * QKV_LD + h * HD;
   const float qraw = __ldcg(qrow + tid);
-  qs[tid] = norm_rope(qraw, p.qnorm[tid], cs, red4);
+  qs[tid] = norm_rope(qraw, wqn, cs, red4);
   const bool has_cur = cur < L && cur >= j0 && cur < j0 + ACH;
   if (has_cur) {  // the current key/value as cached (bf16), so every step sees the same values for this slot
     const float kraw = __ldcg(qrow + D + tid);
-    const bf16 kb = __float2bfloat16_rn(norm_rope(kraw, p.knorm[tid], cs, red4));
+    const bf16 kb = __float2bfloat16_rn(norm_rope(kraw, wkn, cs, red4));
     const bf16 vv = __float2bfloat16_rn(__ldcg(qrow + 2 * D + tid));
     kn[tid] = bf(kb);
     vn[tid] = bf(vv);
