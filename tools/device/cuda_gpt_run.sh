@@ -71,7 +71,7 @@ PY
 fi
 if has sanitize && command -v compute-sanitizer >/dev/null && [ $(( $(date +%s) - T_START )) -lt ${SANITIZE_BEFORE_S:-100000} ]; then
   # --copy-mb 64: the bench's 2 GiB reference copy (10 reps) made initcheck run past its 100 s limit in session 7
-  run sanitize ${SANITIZE_S:-100} compute-sanitizer --tool memcheck --leak-check no --print-limit 20 "$BIN" bench --synthetic tiny --quick --batches 1,8 --reps 1 --copy-mb 64
+  run sanitize ${SANITIZE_S:-100} compute-sanitizer --tool memcheck --leak-check no --print-limit 20 "$BIN" bench --synthetic tiny --quick --batches 1,4,8 --reps 1 --copy-mb 64
   [ -n "${NO_INITCHECK:-}" ] || run initcheck ${INITCHECK_S:-150} compute-sanitizer --tool initcheck --print-limit 20 "$BIN" bench --synthetic tiny --quick --batches 1 --reps 1 --copy-mb 64
 fi
 echo; echo "######## results"
