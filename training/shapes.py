@@ -142,7 +142,7 @@ class Stool(Family):
     def params(self, r, av):
         return dict(n=W(av[:, 0] == 0, torch.full((r.n,), 3.0), torch.full((r.n,), 4.0)),
                     H=W(av[:, 1] == 0, r.u(1.2, 1.6), r.u(0.4, 0.6)), R=r.u(0.3, 0.42), t=r.u(0.06, 0.1),
-                    round=(av[:, 2] == 0).float(), splay=r.u(1.0, 1.35), lr=r.u(0.028, 0.045),
+                    round=(av[:, 2] == 0).float(), splay=r.u(1.0, 1.35), lr=r.u(0.036, 0.05),
                     ph=W(av[:, 0] == 0, torch.full((r.n,), PI / 2), torch.full((r.n,), PI / 4)) + r.u(-AZ_JITTER, AZ_JITTER),
                     ring=r.b(0.6) * (av[:, 1] == 0).float())
 
@@ -321,7 +321,7 @@ class Lamp(Family):
 
     def params(self, r, av):
         return dict(H=W(av[:, 0] == 0, r.u(1.5, 1.9), r.u(0.45, 0.65)), shade=av[:, 1].float(), br=r.u(0.18, 0.3),
-                    pr=r.u(0.03, 0.045), sr=r.u(0.28, 0.4), sh=r.u(0.22, 0.35), w=r.u(0.05, 0.065))
+                    pr=r.u(0.04, 0.055), sr=r.u(0.28, 0.4), sh=r.u(0.22, 0.35), w=r.u(0.05, 0.065))
 
     def sdf(self, p, x, y, z):
         H, br, pr, sr, sh, w = (C(p[k]) for k in ("H", "br", "pr", "sr", "sh", "w"))
@@ -335,7 +335,7 @@ class Lamp(Family):
         dome = inter(sub(sphere(x, ys + sh / 2, z, sr), sphere(x, ys + sh / 2, z, sr - w)), -(ys + sh / 2))
         s = C(p["shade"])
         shade = torch.where(s == 0, cone, torch.where(s == 1, dome, drum))
-        spokes = box(x, ys + sh * 0.1, z, sr * 0.8, 0.025, 0.025)
+        spokes = box(x, ys + sh * 0.1, z, sr * 0.8, 0.04, 0.04)
         return union(base, pole, shade, inter(spokes, torch.where(s == 1, sphere(x, ys + sh / 2, z, sr - 0.01), shade - 1)))
 
 
@@ -1170,7 +1170,10 @@ class Burger(Family):
             yj = y0 + jj * (ph + 0.05)
             patty = cyl_y(x, y - yj - ph / 2, z, R * 1.04, ph / 2 - 0.01) - 0.01
             cheese = box(x, y - yj - ph - 0.025, z, R * 0.82, 0.025, R * 0.82)
-            layer = union(patty, masked(cheese, ch))
+            # without cheese a sauce disc fills the 0.05 gap above the patty (set in from the patty's rim, unlike the
+            # cheese slice whose corners stick out), so the layers touch and a burger stays one piece
+            sauce = cyl_y(x, y - yj - ph - 0.025, z, R * 0.9, 0.03)
+            layer = union(patty, torch.where(ch, cheese, sauce))
             d = union(d, masked(layer, k > jj))
         ytop = y0 + k * (ph + 0.05)
         top = inter(ellipsoid(x, y - ytop, z, R, th, R), -(y - ytop))
