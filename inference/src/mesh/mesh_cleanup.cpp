@@ -200,38 +200,35 @@ size_t remove_degenerate_faces(Mesh& m) {
   return removed;
 }
 
-size_t count_components(const Mesh& m) {
-  if (m.triangles.empty()) return 0;
-  UnionFind uf(m.positions.size());
-  std::vector<uint8_t> used(m.positions.size(), 0);
-  for (const auto& t : m.triangles) {
-    uf.unite(t[0], t[1]);
-    uf.unite(t[1], t[2]);
-    used[t[0]] = used[t[1]] = used[t[2]] = 1;
-  }
-  size_t c = 0;
-  for (size_t v = 0; v < m.positions.size(); ++v) c += used[v] && uf.find(uint32_t(v)) == v;
-  return c;
-}
+namespace {
 
-size_t remove_small_components(Mesh& m, float ratio) {
-  if (m.triangles.empty() || ratio <= 0.0f) return 0;
-  const size_t n = m.positions.size();
-  UnionFind uf(n);
-  std::vector<uint8_t> used(n, 0);
-  for (const auto& t : m.triangles) {
-    uf.unite(t[0], t[1]);
-    uf.unite(t[1], t[2]);
-    used[t[0]] = used[t[1]] = used[t[2]] = 1;
+// Vertices joined by faces, labelled once: cleanup_mesh counts the components and filters the small ones from the
+// same labelling (it used to build the union-find twice).
+struct VertexComponents {
+  UnionFind uf;
+  std::vector<uint8_t> used;  // referenced by a face
+  size_t count = 0;
+  explicit VertexComponents(const Mesh& m) : uf(m.positions.size()), used(m.positions.size(), 0) {
+    for (const auto& t : m.triangles) {
+      uf.unite(t[0], t[1]);
+      uf.unite(t[1], t[2]);
+      used[t[0]] = used[t[1]] = used[t[2]] = 1;
+    }
+    for (size_t v = 0; v < used.size(); ++v) count += used[v] && uf.find(uint32_t(v)) == v;
   }
+};
+
+size_t remove_small_components(Mesh& m, float ratio, VertexComponents& c) {
+  if (m.triangles.empty() || ratio <= 0.0f || (c.count < 2 && ratio <= 1.0f)) return 0;  // one piece stays
+  const size_t n = m.positions.size();
   Vec3 lo, hi;
-  bbox_of(m, &used, lo, hi);
+  bbox_of(m, &c.used, lo, hi);
   const double diag = std::sqrt(double(hi[0] - lo[0]) * (hi[0] - lo[0]) + double(hi[1] - lo[1]) * (hi[1] - lo[1]) +
                                 double(hi[2] - lo[2]) * (hi[2] - lo[2]));
   std::vector<std::array<float, 6>> box(n, {INFINITY, INFINITY, INFINITY, -INFINITY, -INFINITY, -INFINITY});
   for (size_t v = 0; v < n; ++v) {
-    if (!used[v]) continue;
-    auto& b = box[uf.find(uint32_t(v))];
+    if (!c.used[v]) continue;
+    auto& b = box[c.uf.find(uint32_t(v))];
     for (int a = 0; a < 3; ++a) {
       b[a] = std::min(b[a], m.positions[v][a]);
       b[3 + a] = std::max(b[3 + a], m.positions[v][a]);
@@ -240,7 +237,7 @@ size_t remove_small_components(Mesh& m, float ratio) {
   std::vector<uint8_t> drop(n, 0);
   size_t removed = 0;
   for (size_t v = 0; v < n; ++v) {
-    if (!used[v] || uf.find(uint32_t(v)) != v) continue;
+    if (!c.used[v] || c.uf.find(uint32_t(v)) != v) continue;
     const auto& b = box[v];
     double d2 = 0;
     for (int a = 0; a < 3; ++a) d2 += double(b[3 + a] - b[a]) * double(b[3 + a] - b[a]);
@@ -252,9 +249,19 @@ size_t remove_small_components(Mesh& m, float ratio) {
   if (!removed) return 0;
   size_t out = 0;
   for (const auto& t : m.triangles)
-    if (!drop[uf.find(t[0])]) m.triangles[out++] = t;
+    if (!drop[c.uf.find(t[0])]) m.triangles[out++] = t;
   m.triangles.resize(out);
   return removed;
+}
+
+}  // namespace
+
+size_t count_components(const Mesh& m) { return m.triangles.empty() ? 0 : VertexComponents(m).count; }
+
+size_t remove_small_components(Mesh& m, float ratio) {
+  if (m.triangles.empty() || ratio <= 0.0f) return 0;
+  VertexComponents c(m);
+  return remove_small_components(m, ratio, c);
 }
 
 size_t remove_unreferenced_vertices(Mesh& m) {
@@ -301,10 +308,11 @@ CleanupReport cleanup_mesh(Mesh& m, const CleanupOptions& o) {
   CleanupReport r;
   if (o.merge_vertices) r.vertices_merged = merge_duplicate_vertices(m, o.merge_epsilon);
   if (o.remove_degenerate) r.degenerate_faces_removed = remove_degenerate_faces(m);
-  r.components = count_components(m);
-  if (o.min_component_ratio > 0.0f) {
+  if (!m.triangles.empty()) {
+    VertexComponents comps(m);
+    r.components = comps.count;
     const size_t f0 = m.triangles.size();
-    r.components_removed = remove_small_components(m, o.min_component_ratio);
+    r.components_removed = remove_small_components(m, o.min_component_ratio, comps);
     r.faces_removed_with_components = f0 - m.triangles.size();
   }
   r.unreferenced_vertices_removed = remove_unreferenced_vertices(m);
