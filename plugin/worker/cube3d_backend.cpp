@@ -87,6 +87,16 @@ class Cube3DBackend : public ModelBackend {
       if (open != std::string::npos && line.size() > open + 1) info->backend_note = line.substr(open + 1, line.size() - open - 2);
     } else {
       info->backend = line;
+      // The GPU's one-time costs (~0.25 s: libraries, kernel loading, graph capture) are paid here, in the
+      // background load, instead of by the user's first prompt. A failure here is not fatal: generation falls back.
+      report(0.99f, "warming up the GPU");
+      try {
+        model->warm_up(cancel);
+      } catch (const Cancelled&) {
+        throw;
+      } catch (const std::exception& e) {
+        info->backend_note = std::string("warm-up failed: ") + e.what();
+      }
     }
     info->num_tokens = model->config().num_tokens();
     info->use_bbox = model->config().gpt.use_bbox;

@@ -462,3 +462,20 @@ TEST(ModelConfigTest, ValidatesWithClearMessages) {
 }
 
 }  // namespace
+
+TEST_F(GenerationTest, WarmUpLeavesLaterGenerationsUnchangedAndHonoursCancel) {
+  GenerationRequest req;
+  req.prompt = "a tall wooden table";
+  MeshOptions mo;
+  mo.resolution_base = 5;
+  const auto cold = model_->generate(req, mo);
+  auto fresh = Cube3D::load(ModelFiles::from_directory(dir_->string()));
+  CancelToken cancelled;
+  cancelled.cancel();
+  EXPECT_THROW(fresh->warm_up(&cancelled), Cancelled);
+  EXPECT_GT(fresh->warm_up(), 0.0);
+  const auto warm = fresh->generate(req, mo);
+  EXPECT_EQ(warm.tokens, cold.tokens);
+  EXPECT_EQ(warm.mesh.positions, cold.mesh.positions);
+  EXPECT_EQ(warm.mesh.triangles, cold.mesh.triangles);
+}

@@ -119,6 +119,11 @@ class Cube3D {
   // First k tokens → coarse preview mesh.
   Mesh preview_mesh(const std::vector<int>& prefix, int resolution_base, const CancelToken* cancel = nullptr) const;
   const ShapeModel& shape_model() const { return *shape_; }
+  // Pays the attached backends' one-time costs (GPU context and libraries, lazy kernel loading, CUDA graph capture,
+  // the cached unconditional text row) before the first prompt: a greedy generation stopped after two tokens and a
+  // coarse preview of them, both thrown away. Later generations are unchanged. Returns its wall time in ms;
+  // honours cancel (throws Cancelled). No tokenizer: nothing to warm, returns 0.
+  double warm_up(const CancelToken* cancel = nullptr);
   // Routes the token loop through an accelerated backend (nullptr: back to the CPU reference path).
   void set_token_backend(std::unique_ptr<TokenBackend> backend);
   std::string backend_name() const;

@@ -322,4 +322,24 @@ TokenResult Cube3D::generate_tokens(const GenerationRequest& req, const TokenCal
   return res;
 }
 
+double Cube3D::warm_up(const CancelToken* cancel) {
+  if (!tokenizer_) return 0.0;
+  const auto t0 = Clock::now();
+  GenerationRequest req;
+  req.prompt = "a chair";
+  CancelToken stop;  // ours: set once two tokens have arrived (or when the caller cancels)
+  std::vector<int> prefix;
+  auto on_token = [&](const TokenEvent& e) {
+    prefix.push_back(e.id);
+    if (e.index >= 1 || (cancel && cancel->cancelled())) stop.cancel();
+  };
+  try {
+    generate_tokens(req, on_token, &stop);
+  } catch (const Cancelled&) {
+  }
+  if (cancel) cancel->throw_if_cancelled();
+  if (!prefix.empty()) preview_mesh(prefix, 4, cancel);
+  return ms_since(t0);
+}
+
 }  // namespace cubeforge
