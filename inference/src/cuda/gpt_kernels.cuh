@@ -1239,7 +1239,8 @@ struct AttnParams {
   Prefetch pf;         // L2 prefetch (variant bit 20: the next GEMVs' weights while attention runs)
   unsigned long long* tl;  // diagnostics only: timeline stamps (TlStamp) or null
   int serial_combine;  // 1: the session-6 split combine (one L2 round trip per split; variant bit 28)
-  int early_const;     // 1 (session 8): RoPE row and q/k norm weights loaded before griddepcontrol.wait
+  int early_const;     // 1 (session 8): RoPE row and q/k norm weights loaded before griddepcontrol.wait; the
+                       // current slot's q, k, v requested together and q, k normalised in one reduction
 };
 constexpr int ATT_MAXSPLIT = 128;  // splits per (row, head) the combine's shared arrays hold (host-checked)
 
@@ -1252,14 +1253,31 @@ __device__ inline float block128_sum(float v, float* red4) {
 }
 
 // RMSNorm (eps 1e-5) then interleaved RoPE, all fp32 (keys are rounded to bf16 only when cached). Thread = dim.
-__device__ inline float norm_rope(float raw, float wnorm, float2 cs, float* red4) {
-  const float ss = block128_sum(raw * raw, red4);
+// ss: the block's sum of raw^2 (block128_sum order).
+__device__ inline float rms_rope(float raw, float ss, float wnorm, float2 cs) {
   const float y = raw * rsqrtf(ss * (1.f / HD) + 1e-5f) * wnorm;
   const float other = __shfl_xor_sync(0xffffffffu, y, 1);
   float o;
   if ((threadIdx.x & 1) == 0) o = __fsub_rn(__fmul_rn(y, cs.x), __fmul_rn(other, cs.y));
   else o = __fadd_rn(__fmul_rn(other, cs.y), __fmul_rn(y, cs.x));
   return o;
+}
+__device__ inline float norm_rope(float raw, float wnorm, float2 cs, float* red4) {
+  return rms_rope(raw, block128_sum(raw * raw, red4), wnorm, cs);
+}
+// q and k of the current position in one block reduction (red8: 8 floats): the same sums in the same order as two
+// block128_sum calls, one barrier pair instead of two.
+__device__ inline void norm_rope_qk(float qraw, float kraw, float wq, float wk, float2 cs, float* red8, float& qo,
+                                    float& ko) {
+  const float sq = warp_sum(qraw * qraw), sk = warp_sum(kraw * kraw);
+  __syncthreads();
+  if ((threadIdx.x & 31) == 0) {
+    red8[threadIdx.x >> 5] = sq;
+    red8[4 + (threadIdx.x >> 5)] = sk;
+  }
+  __syncthreads();
+  qo = rms_rope(qraw, red8[0] + red8[1] + red8[2] + red8[3], wq, cs);
+  ko = rms_rope(kraw, red8[4] + red8[5] + red8[6] + red8[7], wk, cs);
 }
 
 __global__ void __launch_bounds__(128) attn_decode_kernel(const AttnParams p) {
@@ -1299,16 +1317,32 @@ __global__ void __launch_bounds__(128) attn_decode_kernel(const AttnParams p) {
   pdl_handoff(tls);
   if (!p.early_const) load_const();
 
-  __shared__ __align__(16) float qs[HD], kn[HD], vn[HD], red4[4], wm[4], wl[4], ow[4][HD];
+  __shared__ __align__(16) float qs[HD], kn[HD], vn[HD], red4[8], wm[4], wl[4], ow[4][HD];
   __shared__ int last;
   const float* qrow = p.qkv + (size_t)r * QKV_LD + h * HD;
-  const float qraw = __ldcg(qrow + tid);
-  qs[tid] = norm_rope(qraw, wqn, cs, red4);
   const bool has_cur = cur < L && cur >= j0 && cur < j0 + ACH;
+  const float qraw = __ldcg(qrow + tid);
+  // session 8: the block holding the current slot requests q, k and v together and normalises q and k in one
+  // reduction (session 7: k and v were requested only after q's normalisation)
+  const bool qk_once = has_cur && p.early_const;
+  float kraw = 0.f, vraw = 0.f, kq = 0.f;
+  if (qk_once) {
+    kraw = __ldcg(qrow + D + tid);
+    vraw = __ldcg(qrow + 2 * D + tid);
+    float qo;
+    norm_rope_qk(qraw, kraw, wqn, wkn, cs, red4, qo, kq);
+    qs[tid] = qo;
+  } else {
+    qs[tid] = norm_rope(qraw, wqn, cs, red4);
+  }
   if (has_cur) {  // the current key/value as cached (bf16), so every step sees the same values for this slot
-    const float kraw = __ldcg(qrow + D + tid);
-    const bf16 kb = __float2bfloat16_rn(norm_rope(kraw, wkn, cs, red4));
-    const bf16 vv = __float2bfloat16_rn(__ldcg(qrow + 2 * D + tid));
+    if (!qk_once) {
+      kraw = __ldcg(qrow + D + tid);
+      kq = norm_rope(kraw, wkn, cs, red4);
+      vraw = __ldcg(qrow + 2 * D + tid);
+    }
+    const bf16 kb = __float2bfloat16_rn(kq);
+    const bf16 vv = __float2bfloat16_rn(vraw);
     kn[tid] = bf(kb);
     vn[tid] = bf(vv);
     p.kc[base + (size_t)cur * HD + tid] = kb;
