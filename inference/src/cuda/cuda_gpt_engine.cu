@@ -284,7 +284,6 @@ struct CudaGptEngine::Impl {
   };
   std::vector<Seg> wstream;
   size_t ws_total = 0, ws_cursor = 0, pf_dist = 0;
-  long long pf_end = 0;   // late windows: end of the stream range already asked for (relative to this step)
   bool pf_attn = false;   // variant bit 20: only the attention kernels prefetch (the next pf_dist bytes)
   bool diag_no_attn = false, diag_l2w = false;  // timing-only diagnostics (bits 18, 19): wrong outputs
   // Timeline diagnostics (bit 21): stamps of every decode kernel of one step (TlStamp), printed by generate().
@@ -708,29 +707,7 @@ struct CudaGptEngine::Impl {
     if (b > ws_total) cover(0, b - ws_total);
     return pf;
   }
-  // Session 8 (late windows, the s8 path with a prefetch distance): the kernel that reads the next `own` bytes asks
-  // for the stream bytes [cursor + own, cursor + own + ahead) that no earlier window covered (pf_end: end of the
-  // covered range, relative to this step's stream), i.e. the following kernels' weights, so DRAM streams through its
-  // tail, the kernel boundary and the next start-up. One-round GEMVs issue it as their blocks end (their own weights
-  // have all arrived), the others at their start.
-  Prefetch late_window(size_t own, size_t ahead) {
-    Prefetch pf = {};
-    const long long a = std::max<long long>((long long)(ws_cursor + own), pf_end);
-    const long long b = (long long)(ws_cursor + own + ahead);
-    if (b > a) {
-      pf = stream_range((size_t)a, (size_t)(b - a));
-      pf.late = 1;
-      pf_end = b;
-    }
-    ws_cursor += own;
-    if (ws_total && ws_cursor >= ws_total) {  // the next step's stream starts here
-      ws_cursor -= ws_total;
-      pf_end -= (long long)ws_total;
-    }
-    return pf;
-  }
   Prefetch take_window(size_t own) {
-    if (pf_dist > 0 && s8 && !pf_attn) return late_window(own, pf_dist);
     Prefetch pf = {};
     if (pf_dist > 0 && !pf_attn && (own > 0 || pf_prime)) {
       const size_t a = ws_cursor + (pf_prime ? 0 : pf_dist);
@@ -778,8 +755,6 @@ struct CudaGptEngine::Impl {
       a.serial_combine = attn_serial ? 1 : 0;
       a.early_const = s8 ? 1 : 0;
       if (pf_attn && pf_dist > 0) a.pf = stream_range(ws_cursor, pf_dist);  // o-proj + the start of gate/up
-      // late windows: attention reads no weights and leaves DRAM idle, so it runs its window a further dist ahead
-      else if (pf_dist > 0 && s8) a.pf = late_window(0, 2 * pf_dist);
       a.tl = tl_slot(single_now ? "s.attn" : "attn");
       if (!diag_no_attn) launch(attn_decode_kernel, dim3(maxs, H, R), dim3(128), 0, stream, pdl, a);
       GemvParams o = base_params();

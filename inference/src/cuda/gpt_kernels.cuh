@@ -103,7 +103,6 @@ struct Prefetch {
   unsigned long long total;
   int nseg;
   int evict_last;                       // 1: the prefetched lines get an L2 evict_last policy
-  int late;                             // 1 (session 8): one-round GEMVs issue it when their blocks end
 };
 
 __device__ __forceinline__ void l2_prefetch(const void* p, unsigned bytes, bool last) {
@@ -140,17 +139,6 @@ __device__ __forceinline__ void l2_prefetch_share(const Prefetch& pf, unsigned b
     if (s0 >= b1) break;
   }
 }
-// Session 8: a late window (Prefetch::late) is issued by the one-round GEMVs when a block ends (any return path),
-// where the block's weights have all arrived: DRAM then streams the following kernels' weights through this
-// kernel's tail, the boundary and the next kernel's start-up. (The persistent gemv_kernel issues any window at its
-// start: a second inlined copy at its end cost the o-proj 18 registers and a spill, a non-inlined call far more.)
-struct LatePrefetch {
-  const Prefetch& pf;
-  __device__ explicit LatePrefetch(const Prefetch& f) : pf(f) {}
-  __device__ ~LatePrefetch() {
-    if (pf.late && threadIdx.x == 0) l2_prefetch_share(pf, blockIdx.x, gridDim.x);
-  }
-};
 
 struct GemvParams {
   const bf16* W;       // [N][K] row-major (PyTorch Linear layout) or blocked (see gemv_load_w)
@@ -862,7 +850,6 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
   const int total = (p.N + NT - 1) / NT * KSPLIT;
   const int G = gridDim.x;
   const TlStamp tls(p.tl);
-  const LatePrefetch lpf(p.pf);
 
   extern __shared__ __align__(16) unsigned char smem_raw[];
   // [NSM shared-memory weight items][input rows | red | outs | flags]
