@@ -58,6 +58,8 @@ def main():
     ap.add_argument("--from", dest="src", required=True)
     ap.add_argument("--dest", default=os.path.join(HERE, "..", "assets", "default-model"))
     ap.add_argument("--tokenizer-dir", default=clip_bpe.DEFAULT_DIR)
+    ap.add_argument("--prior-vae-seconds", type=float, default=None,
+                    help="VAE training time of the model the run started from (--init-vae), for the card")
     a = ap.parse_args()
     parts = sorted(glob.glob(os.path.join(a.src, "model.tar.part*")), key=lambda p: int(p.rsplit("part", 1)[1]))
     if not parts:
@@ -76,7 +78,7 @@ def main():
     rep = os.path.join(a.src, "report.json")
     if os.path.exists(rep):
         import make_card
-        make_card.write_card(a.dest, rep, os.path.join(a.src, "train_log.txt"))
+        make_card.write_card(a.dest, rep, os.path.join(a.src, "train_log.txt"), a.prior_vae_seconds)
     print(f"installed into {a.dest}")
 
 
