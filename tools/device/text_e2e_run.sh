@@ -34,7 +34,7 @@ summary() {  # the fields of generate --json that make the prompt -> mesh table
 import json, sys
 t = open(sys.argv[1]).read()
 j = json.loads(t[t.index('{'):])
-keys = ["backend", "text_backend", "shape_backend", "runs_total_ms", "load_ms", "text_ms", "prefill_ms", "gpt_ms",
+keys = ["backend", "text_backend", "shape_backend", "runs_total_ms", "load_ms", "warm_up_ms", "text_ms", "prefill_ms", "gpt_ms",
         "tpot_mean_ms", "latent_decode_ms", "occupancy_ms", "points_evaluated", "points_dense", "meshing_ms",
         "cleanup_ms", "total_ms", "vertices", "faces"]
 for k in keys: print(f"  {k}: {j.get(k)}")
@@ -79,7 +79,10 @@ for v in 01 05; do
   bbox=""; [ $v = 05 ] && bbox="--bbox 1,2,1"
   run e2e$v 200 /tmp/cubeforge-gen generate --model "$M" -p "a tall wooden chair with a high back" $bbox \
       --backend auto --resolution $RB --no-output --repeat 3 --json
+  run e2e${v}_warm 200 /tmp/cubeforge-gen generate --model "$M" -p "a tall wooden chair with a high back" $bbox \
+      --backend auto --resolution $RB --no-output --repeat 2 --warm-up --json
   summary "$L/e2e$v.log" || tail -20 "$L/e2e$v.log"
+  summary "$L/e2e${v}_warm.log" || tail -20 "$L/e2e${v}_warm.log"
   rm -rf "$M"
 done
 tar -C "$L" -czf "$OUT/text-e2e-logs.tgz" .
