@@ -390,6 +390,10 @@ def main():
     ap.add_argument("--gpt-lr", type=float, default=1e-3)
     ap.add_argument("--captions-per-combo", type=int, default=64)
     ap.add_argument("--init-vae", default=None, help="model dir whose shape_tokenizer to reuse (skips VAE training)")
+    ap.add_argument("--init-gpt", default=None,
+                    help="model dir whose text tower + GPT to continue training (needs --init-vae of the same model, "
+                         "without --continue-vae, so the tokens are the ones it was trained on)")
+    ap.add_argument("--gpt-lr-scale", type=float, default=1.0, help="GPT learning rate multiplier (e.g. 0.3 to fine-tune)")
     ap.add_argument("--continue-vae", action="store_true",
                     help="with --init-vae: keep training that VAE for --vae-seconds instead of freezing it")
     ap.add_argument("--eval-refs", type=int, default=EV.REFS_PER_FAMILY)
@@ -413,6 +417,8 @@ def main():
                     help="time 1x/2x/4x the given batch sizes at the start of each stage and keep the fastest")
     ap.add_argument("--preflight", action="store_true", help="run every stage for a few seconds on tiny data first")
     a = ap.parse_args()
+    if a.init_gpt and (not a.init_vae or a.continue_vae):
+        ap.error("--init-gpt needs --init-vae (the same model's VAE, unchanged: no --continue-vae)")
     os.makedirs(a.out, exist_ok=True)
     LOG = os.path.join(a.out, "train_log.txt")
     dev = a.device
@@ -501,12 +507,21 @@ def main():
     gcfg.shape_model_vocab_size = scfg.num_codes
     gcfg.shape_model_embed_dim = scfg.embed_dim
     gcfg.text_model_embed_dim = tcfg.hidden_size
-    gpt = M.DualStreamRoformer(gcfg).to(dev)
-    clip = M.ClipTextModel(tcfg).to(dev)
-    for m in (gpt, clip):
-        for n, p in m.named_parameters():
-            if p.dim() >= 2:
-                torch.nn.init.normal_(p, std=0.02)
+    if a.init_gpt:  # continue a shipped text tower + GPT on the same (unchanged) VAE's tokens
+        gpt, _, clip, _ = E.load_model_dir(a.init_gpt, dev)
+        with torch.no_grad():  # export wrote the shared "unknown" vector into every untrained row: take it back
+            emb = clip.text_model.embeddings.token_embedding.weight
+            unknown = torch.ones(emb.shape[0], dtype=torch.bool)
+            unknown[torch.tensor(sorted(known_ids), dtype=torch.long)] = False
+            clip.unk_embedding.copy_(emb[int(unknown.nonzero()[0])])
+        log(f"gpt: continuing from {a.init_gpt}")
+    else:
+        gpt = M.DualStreamRoformer(gcfg).to(dev)
+        clip = M.ClipTextModel(tcfg).to(dev)
+        for m in (gpt, clip):
+            for n, p in m.named_parameters():
+                if p.dim() >= 2:
+                    torch.nn.init.normal_(p, std=0.02)
     log(f"gpt params {M.count_params(gpt)}, clip params {M.count_params(clip)}")
     shape_weight = None
     if a.gpt_family_weights:
@@ -523,7 +538,8 @@ def main():
         gpt_seconds = max(10.0, min(gpt_seconds, a.deadline - (time.time() - T_START) - a.eval_reserve))
         log(f"gpt budget {gpt_seconds:.0f}s")
     timings["gpt_steps"] = train_gpt(gpt, clip, code_norm, tokens, dat["bbox"].float(), keyidx,
-                                     (ids_pool, msk_pool, unk_pool), dev, gpt_seconds, a.gpt_batch, a.gpt_lr, amp,
+                                     (ids_pool, msk_pool, unk_pool), dev, gpt_seconds, a.gpt_batch,
+                                     a.gpt_lr * a.gpt_lr_scale, amp,
                                      auto_batch=a.auto_batch, shape_weight=shape_weight)
     gpt.eval()
     clip.eval()
@@ -582,7 +598,8 @@ def main():
                          gpt_batch=CHOSEN.get("gpt_batch", a.gpt_batch), vae_lr=a.vae_lr,
                          init_vae=a.init_vae, continue_vae=bool(a.continue_vae), part_dilation=S.DILATION,
                          thin_share=a.thin_share, thin_ref=D.THIN_REF, thin_boost=D.THIN_BOOST,
-                         gpt_family_weights=a.gpt_family_weights, eval_refs=a.eval_refs)
+                         gpt_family_weights=a.gpt_family_weights, eval_refs=a.eval_refs, init_gpt=a.init_gpt,
+                         gpt_lr=a.gpt_lr * a.gpt_lr_scale)
     with open(os.path.join(a.out, "report.json"), "w") as f:
         json.dump(rep, f, indent=1)
     if not a.tiny:
