@@ -60,6 +60,10 @@ def main():
     ap.add_argument("--tokenizer-dir", default=clip_bpe.DEFAULT_DIR)
     ap.add_argument("--prior-vae-seconds", type=float, default=None,
                     help="VAE training time of the model the run started from (--init-vae), for the card")
+    ap.add_argument("--prior-gpt-seconds", type=float, default=None,
+                    help="GPT training time of the model the run continued (--init-gpt), for the card")
+    ap.add_argument("--previous-report", default=None,
+                    help="the previous model's report.json: the card's comparison when the run made none")
     a = ap.parse_args()
     parts = sorted(glob.glob(os.path.join(a.src, "model.tar.part*")), key=lambda p: int(p.rsplit("part", 1)[1]))
     if not parts:
@@ -78,7 +82,8 @@ def main():
     rep = os.path.join(a.src, "report.json")
     if os.path.exists(rep):
         import make_card
-        make_card.write_card(a.dest, rep, os.path.join(a.src, "train_log.txt"), a.prior_vae_seconds)
+        make_card.write_card(a.dest, rep, os.path.join(a.src, "train_log.txt"), a.prior_vae_seconds,
+                             a.prior_gpt_seconds, a.previous_report)
     print(f"installed into {a.dest}")
 
 

@@ -26,10 +26,16 @@ def families_table():
     return "\n".join(rows)
 
 
-def write_card(dest, report_path=None, log_path=None, prior_vae_seconds=None):
-    """prior_vae_seconds: VAE training time of the model the run started from (its card says), so the card can give
-    the VAE's total when the run fine-tuned or reused it."""
+def write_card(dest, report_path=None, log_path=None, prior_vae_seconds=None, prior_gpt_seconds=None,
+               previous_report=None):
+    """prior_vae_seconds / prior_gpt_seconds: training time of the VAE / GPT the run started from (the previous card
+    says), so the card can give totals when the run reused or continued them. previous_report: the previous model's
+    report.json, shown as the comparison when the run made none itself (same references and prompts: same seeds and
+    shape library)."""
     rep = json.load(open(report_path)) if report_path and os.path.exists(report_path) else None
+    if rep is not None and previous_report and "compare" not in rep:
+        rep["compare"] = dict(model="previous default model (its own run's evaluation)",
+                              report=json.load(open(previous_report)))
     g, s, t = M.GPTConfig(), M.ShapeConfig(), M.TextConfig()
     n_words = len(open(os.path.join(dest, "known_words.txt")).read().split()) if os.path.exists(
         os.path.join(dest, "known_words.txt")) else None
@@ -94,16 +100,23 @@ def write_card(dest, report_path=None, log_path=None, prior_vae_seconds=None):
         L.append("## Training run\n")
         L.append("| stage | time | steps |\n|---|---|---|\n"
                  f"| data generation (GPU) | {tm.get('data_s')} s | |\n"
-                 f"| shape VQ-VAE | {tm.get('vae_s')} s | {tm.get('vae_steps')} |\n"
-                 f"| text tower + GPT | {tm.get('gpt_s')} s | {tm.get('gpt_steps')} |\n"
+                 + (f"| shape VQ-VAE | {tm.get('vae_s')} s | {tm.get('vae_steps')} |\n" if tm.get("vae_steps")
+                    else "| shape VQ-VAE | reused (not trained in this run) | 0 |\n")
+                 + f"| text tower + GPT | {tm.get('gpt_s')} s | {tm.get('gpt_steps')} |\n"
                  f"| evaluation | {tm.get('eval_s')} s | |\n"
                  f"| whole run | {tm.get('total_s')} s | |\n")
         cfg = rep.get("config", {})
         prior = prior_vae_seconds or cfg.get("prior_vae_seconds")
+        if cfg.get("init_gpt"):
+            pg = prior_gpt_seconds
+            gpt_line = ("the text tower and GPT continued the previous default model's"
+                        + (f" ({pg} s of training before, so {round(pg + tm.get('gpt_s', 0))} s in all)" if pg else "")
+                        + f" at a peak learning rate of {cfg.get('gpt_lr')} (warm restart of the cosine schedule)")
+        else:
+            gpt_line = "the text tower and GPT were trained from scratch on its tokens"
         if cfg.get("init_vae") and not cfg.get("continue_vae"):
             L.append("The VAE is the previous default model's, unchanged"
-                     + (f" ({prior} s of training in all)" if prior else "")
-                     + "; the text tower and GPT were trained from scratch on its tokens.\n")
+                     + (f" ({prior} s of training in all)" if prior else "") + "; " + gpt_line + ".\n")
         if cfg.get("continue_vae"):
             L.append("The VAE stage fine-tuned the VAE of the previous default model (warm restart of the cosine "
                      f"schedule at lr {cfg.get('vae_lr')})"
@@ -129,8 +142,10 @@ def write_card(dest, report_path=None, log_path=None, prior_vae_seconds=None):
         cmp_ = rep.get("compare")
         if cmp_:
             c = cmp_["report"]
-            L.append("Against the previous default model, evaluated in the same run with the same references and "
-                     "prompts:\n")
+            own = "own run" in str(cmp_.get("model", ""))
+            L.append("Against the previous default model, evaluated "
+                     + ("by its own run (same seeds and shape library, so the same references and prompts)"
+                        if own else "in the same run with the same references and prompts") + ":\n")
             L.append("| metric | this model | previous model |\n|---|---|---|")
             for k, _ in TARGETS:
                 L.append(f"| {k} | {rep.get(k)} | {c.get(k)} |")

@@ -56,3 +56,41 @@ def sheet(grids, labels=None, cols=6):
         r, c = divmod(i, cols)
         img[r * h:r * h + R, c * w:c * w + 3 * R] = t
     return img
+
+
+SAMPLE_PROMPTS = ["a burger", "a tall chair with a high back", "a pine tree with three tiers", "a red car with six wheels",
+                  "a mug with a handle", "a round table with one leg", "a sitting cat", "a two-story house with a chimney",
+                  "a three-tier pagoda", "a tall lamp with a drum shade", "a four-legged bar stool", "a castle tower",
+                  "a sword", "a wooden barrel", "a snowman", "a rocket", "a crown with eight points", "a cactus with two arms"]
+
+
+def main():
+    """Sample sheet of a model directory: greedy generations of SAMPLE_PROMPTS (guidance 3, reference mode), front /
+    side / top depth views of each 48^3 occupancy grid, in prompt order, 6 per row."""
+    import argparse
+    import os
+    import sys
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import clip_bpe
+    import export as E
+    import infer as I
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "assets",
+                                                     "default-model"))
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--res", type=int, default=48)
+    a = ap.parse_args()
+    gpt, vae, clip, clip_dir = E.load_model_dir(a.model, "cpu")
+    tok = clip_bpe.ClipTokenizer(clip_dir)
+    with torch.no_grad():
+        ids = I.generate(gpt, clip, vae, tok, SAMPLE_PROMPTS, guidance=3.0, mode="reference")
+        occ = I.decode_occupancy(vae, ids, res=a.res, batch=4, chunk=16384)
+    grids = [g.view(a.res, a.res, a.res) for g in occ]
+    write_png(a.out, sheet(grids))
+    for i, p in enumerate(SAMPLE_PROMPTS):
+        r, c = divmod(i, 6)
+        print(f"row {r + 1}, column {c + 1}: {p}")
+
+
+if __name__ == "__main__":
+    main()
