@@ -417,8 +417,9 @@ def main():
                     help="time 1x/2x/4x the given batch sizes at the start of each stage and keep the fastest")
     ap.add_argument("--preflight", action="store_true", help="run every stage for a few seconds on tiny data first")
     a = ap.parse_args()
-    if a.init_gpt and (not a.init_vae or a.continue_vae):
-        ap.error("--init-gpt needs --init-vae (the same model's VAE, unchanged: no --continue-vae)")
+    if a.init_gpt and (not a.init_vae or a.continue_vae
+                       or os.path.realpath(a.init_gpt) != os.path.realpath(a.init_vae)):
+        ap.error("--init-gpt needs --init-vae of the same model directory (its VAE unchanged: no --continue-vae)")
     os.makedirs(a.out, exist_ok=True)
     LOG = os.path.join(a.out, "train_log.txt")
     dev = a.device
@@ -460,9 +461,11 @@ def main():
 
     # 2. VAE
     t = time.time()
+    reused = None  # (gpt, vae, clip, clip_dir) of --init-vae when its VAE is kept as it is (--init-gpt continues it)
     if a.init_vae and not a.continue_vae:
-        _, vae0, _, _ = E.load_model_dir(a.init_vae, dev)
-        vae, scfg = vae0, vae0.cfg
+        reused = E.load_model_dir(a.init_vae, dev)
+        vae = reused[1]
+        scfg = vae.cfg
         vae.eval()
         timings["vae_steps"] = 0
     else:
@@ -508,7 +511,7 @@ def main():
     gcfg.shape_model_embed_dim = scfg.embed_dim
     gcfg.text_model_embed_dim = tcfg.hidden_size
     if a.init_gpt:  # continue a shipped text tower + GPT on the same (unchanged) VAE's tokens
-        gpt, _, clip, _ = E.load_model_dir(a.init_gpt, dev)
+        gpt, _, clip, _ = reused
         with torch.no_grad():  # export wrote the shared "unknown" vector into every untrained row: take it back
             emb = clip.text_model.embeddings.token_embedding.weight
             unknown = torch.ones(emb.shape[0], dtype=torch.bool)
