@@ -34,8 +34,8 @@ def write_card(dest, report_path=None, log_path=None, prior_vae_seconds=None, pr
     shape library)."""
     rep = json.load(open(report_path)) if report_path and os.path.exists(report_path) else None
     if rep is not None and previous_report and "compare" not in rep:
-        rep["compare"] = dict(model="previous default model (its own run's evaluation)",
-                              report=json.load(open(previous_report)))
+        rep["compare"] = dict(model="previous default model", report=json.load(open(previous_report)),
+                              same_run=False)
     g, s, t = M.GPTConfig(), M.ShapeConfig(), M.TextConfig()
     n_words = len(open(os.path.join(dest, "known_words.txt")).read().split()) if os.path.exists(
         os.path.join(dest, "known_words.txt")) else None
@@ -142,10 +142,9 @@ def write_card(dest, report_path=None, log_path=None, prior_vae_seconds=None, pr
         cmp_ = rep.get("compare")
         if cmp_:
             c = cmp_["report"]
-            own = "own run" in str(cmp_.get("model", ""))
             L.append("Against the previous default model, evaluated "
-                     + ("by its own run (same seeds and shape library, so the same references and prompts)"
-                        if own else "in the same run with the same references and prompts") + ":\n")
+                     + ("in the same run with the same references and prompts" if cmp_.get("same_run", True) else
+                        "by its own run (same seeds and shape library, so the same references and prompts)") + ":\n")
             L.append("| metric | this model | previous model |\n|---|---|---|")
             for k, _ in TARGETS:
                 L.append(f"| {k} | {rep.get(k)} | {c.get(k)} |")
@@ -172,9 +171,9 @@ def write_card(dest, report_path=None, log_path=None, prior_vae_seconds=None, pr
              "`python3 tools/bench/bench_default_model.py` (8 prompts × 2 runs); the current figures and the machine "
              "state are in docs/performance-cpu.md (targets: ≤ 3 s to the mesh, ≤ 0.5 s to the first preview). "
              "Where a GPU is present every stage runs on it (CLIP in fp32, the GPT on the generic-width bf16 kernels, "
-             "the shape stage on the GPU shape engine, clean-up on the CPU): prompt → mesh 20.4 ms at rb 6 and 70 ms "
-             "at rb 8 on one H200 against 0.7 s on its 16 host cores (docs/cuda-pipeline.md, measured on the "
-             "previous model of the same size).\n")
+             "the shape stage on the GPU shape engine, clean-up on the CPU): prompt → mesh 19–20 ms at rb 6 and 58–64 "
+             "ms at rb 8 on one H200 against 0.61–0.66 s on its 16 host cores (docs/cuda-pipeline.md, commit "
+             "23ca753, measured on the previous model of the same size).\n")
     L.append("## Limits\n")
     L.append("- Only the families and words above; other words are ignored (the engine reports them as unknown).\n"
              "- Shapes are procedural toys: no texture, simple parts, Y-up, one object per prompt.\n"
