@@ -16,6 +16,7 @@
 #include "cublas_check.h"
 #include "gpt_generic.h"
 #include "gpt_kernels.cuh"
+#include "gpt_step_kernel.cuh"
 #include "token_stream.h"
 
 namespace cubeforge::cuda {
@@ -313,6 +314,21 @@ struct CudaGptEngine::Impl {
   bool attn_serial = false; // variant bit 28: the session-6 attention split combine (one L2 round trip per split)
   bool s8 = true;           // session 8: one-round gate/up (cp.async third item), attention's constant loads before
                             // griddepcontrol.wait; variant bit 31 (a negative --variant) = the session-7 path
+
+  // Fused decode step (gpt_step_kernel.cuh): one persistent kernel per decode step for R <= SK_RMAX rows (steps
+  // after step 0). CUBEFORGE_GPT_STEP=0 keeps the per-kernel path; CUBEFORGE_GPT_STEP_TL=1 prints per-phase times.
+  bool sk_on = false;
+  int sk_nst = 0;
+  size_t sk_smem = 0;
+  SkPhase* sk_ph[2] = {nullptr, nullptr};  // phase tables: reference single block, causal single block
+  std::vector<SkPhase> sk_host[2];
+  unsigned* sk_counter = nullptr;
+  int sk_amaxs = 0;          // attention splits of SK_ACH keys per (row, head)
+  float* sk_apart = nullptr;
+  float* sk_val = nullptr;
+  int* sk_idx = nullptr;
+  unsigned long long* sk_tl = nullptr;
+  unsigned long long sk_spin = 1ull << 22;  // polls of a phase wait before the kernel traps (a block never arrived)
 
   int R = 0, P = 0;
   bool cfg_on = false, prefilled = false;
@@ -804,7 +820,154 @@ struct CudaGptEngine::Impl {
     else GemvDown::run(d, stream, pdl, nsm, per_sm, act_stage);
   }
 
+  // ---- fused decode step (gpt_step_kernel.cuh) --------------------------------------------------------------
+  // The phases of one decode step in order (must match enqueue_step's kernels): per dual block qkv, attention,
+  // o-proj, gate/up, down; the single block (attention only in causal mode); lm_head. off rotates by the earlier
+  // phases' tiles so every block's share of the step's bytes is even.
+  std::vector<SkPhase> sk_build(bool causal) const {
+    std::vector<SkPhase> v;
+    int off = 0;
+    auto gemv = [&](int kind, const bf16* W, int K, int ntile, int N, const bf16* bias, const float* add2) {
+      SkPhase ph = {};
+      ph.kind = kind;
+      ph.W = W;
+      ph.K = K;
+      ph.ntile = ntile;
+      ph.tiles = N / (8 * ntile);
+      ph.off = off;
+      ph.bias = bias;
+      ph.add2 = add2;
+      off = (off + ph.tiles) % nsm;
+      v.push_back(ph);
+    };
+    auto attn = [&](const LayerW& w, bf16* k_l, bf16* v_l, int T, int coff) {
+      SkPhase ph = {};
+      ph.kind = SK_ATTN;
+      ph.kc = k_l;
+      ph.vc = v_l;
+      ph.qn = w.x_qn;
+      ph.kn = w.x_kn;
+      ph.T = T;
+      ph.coff = coff;
+      v.push_back(ph);
+    };
+    auto block = [&](const LayerW& w, bf16* k_l, bf16* v_l, int T, int coff, bool with_attn, const float* add2) {
+      if (with_attn) {
+        gemv(SK_QKV, w.x_qkv, D, 1, 3 * D, w.x_vb, nullptr);
+        attn(w, k_l, v_l, T, coff);
+        gemv(SK_OPROJ, w.x_o, D, 1, D, w.x_ob, nullptr);
+      }
+      gemv(SK_GATEUP, w.x_gu, D, 2, 2 * F, w.x_gub, nullptr);
+      gemv(SK_DOWN, w.x_dn, F, 1, D, w.x_dnb, add2);
+    };
+    for (int l = 0; l < L; ++l)
+      block(layers[l], kc_layer(kc, l), kc_layer(vc, l), Tdual, s, true, (l == L - 1 && !causal) ? sconst : nullptr);
+    block(single, skc, svc, N, 0, causal, nullptr);
+    gemv(SK_LM, lm, D, 1, Vs, nullptr, nullptr);
+    return v;
+  }
+
+  // After alloc_buffers: on a GPU with bulk copies (sm_90) and enough shared memory, the phase tables and the
+  // kernel's shared-memory size (the ring gets what the staged inputs leave).
+  void sk_setup(int cc_major) {
+    const char* env = std::getenv("CUBEFORGE_GPT_STEP");
+    if ((env && std::string(env) == "0") || cc_major < 9 || !blocked || !split_dec || diag_l2w || diag_no_attn ||
+        ring)
+      return;
+    const int rs = std::min(Rmax, SK_RMAX);
+    sk_amaxs = (std::max(Tdual, N) + SK_ACH - 1) / SK_ACH;
+    if (sk_amaxs > SK_MAXSPLIT) return;  // sequences beyond ~1500 slots: the per-kernel path
+    const size_t fixed = (size_t)SK_NW * 3 * HD * 4 + (size_t)2 * SK_NW * 32 * 2 * 4 + (size_t)SK_NW * MAXP * 8 + 64 +
+                         128;
+    const size_t act = (size_t)2 * rs * (F + 32) * 2;
+    if ((size_t)smem_optin < fixed + act + 4 * (SK_STAGE + 16)) return;
+    sk_nst = (int)std::min<size_t>(SK_MAXST, ((size_t)smem_optin - fixed - act) / (SK_STAGE + 16));
+    sk_smem = (size_t)sk_nst * (SK_STAGE + 16) + fixed + act;
+    CF_CUDA(cudaFuncSetAttribute(step_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sk_smem));
+    for (int c = 0; c < 2; ++c) {
+      sk_host[c] = sk_build(c == 1);
+      sk_ph[c] = dalloc<SkPhase>(sk_host[c].size());
+      CF_CUDA(cudaMemcpy(sk_ph[c], sk_host[c].data(), sk_host[c].size() * sizeof(SkPhase), cudaMemcpyHostToDevice));
+    }
+    sk_apart = dalloc<float>((size_t)rs * H * sk_amaxs * (HD + 2));
+    sk_counter = dalloc<unsigned>(1);
+    CF_CUDA(cudaMemset(sk_counter, 0, sizeof(unsigned)));
+    sk_val = dalloc<float>((size_t)MAXP * nsm);
+    sk_idx = dalloc<int>((size_t)MAXP * nsm);
+    if (const char* sp = std::getenv("CUBEFORGE_GPT_STEP_SPIN")) sk_spin = std::strtoull(sp, nullptr, 10);
+    const char* tl_env = std::getenv("CUBEFORGE_GPT_STEP_TL");
+    if (tl_env && std::string(tl_env) == "1") {
+      sk_tl = dalloc<unsigned long long>(sk_host[1].size() + 1);
+      CF_CUDA(cudaMemset(sk_tl, 0, (sk_host[1].size() + 1) * sizeof(unsigned long long)));
+    }
+    sk_on = true;
+  }
+  bool sk_use(const StepKind& k) const { return sk_on && !k.step0 && R <= SK_RMAX; }
+
+  void sk_enqueue(const StepKind& k) {
+    const int c = k.causal ? 1 : 0;
+    SkParams q = {};
+    q.ph = sk_ph[c];
+    q.nph = (int)sk_host[c].size();
+    q.R = R;
+    q.nst = sk_nst;
+    q.amaxs = sk_amaxs;
+    q.eps = cfg.eps;
+    q.tail = k.topp ? 0 : 1;
+    q.counter = sk_counter;
+    q.x = x;
+    q.stats = stats;
+    q.qkv = qkv;
+    q.att = att;
+    q.att_lo = att_lo;
+    q.hbuf = hbuf;
+    q.hbuf_lo = hbuf_lo;
+    q.rope = rope;
+    q.apart = sk_apart;
+    q.acnt = acnt;
+    q.ctl = ctl;
+    q.dyn = dyn;
+    q.guided = guided;
+    q.raw = raw;
+    q.lm_val = sk_val;
+    q.lm_idx = sk_idx;
+    q.wte = wte;
+    q.tokens = tokens;
+    q.host_tokens = h_tokens_dev;
+    q.tl = sk_tl;
+    q.spin_limit = sk_spin;
+    launch(step_kernel, dim3(nsm), dim3(SK_THREADS), sk_smem, stream, false, q);
+    if (k.topp) {
+      ToppParams t = {ctl, dyn, guided, wte, x, stats, tokens, h_tokens_dev};
+      launch(topp_kernel, dim3(P), dim3(TOPP_THREADS), 0, stream, false, t);
+    }
+  }
+
+  // Per-phase-kind time of the last fused step (block 0's view: from passing one phase's wait to the next).
+  void sk_report(bool causal) {
+    if (!sk_tl) return;
+    const std::vector<SkPhase>& v = sk_host[causal ? 1 : 0];
+    std::vector<unsigned long long> t(v.size() + 1);
+    CF_CUDA(cudaStreamSynchronize(stream));
+    CF_CUDA(cudaMemcpy(t.data(), sk_tl, t.size() * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
+    const char* names[6] = {"qkv", "attention", "o-proj", "gate/up", "down", "lm_head"};
+    double sum[6] = {0, 0, 0, 0, 0, 0};
+    int cnt[6] = {0, 0, 0, 0, 0, 0};
+    for (size_t i = 0; i + 1 < t.size(); ++i) {
+      sum[v[i].kind] += (double)(t[i + 1] - t[i]) / 1000.0;
+      ++cnt[v[i].kind];
+    }
+    std::printf("fused step timeline (one step, block 0, us): total %.1f;", (t.back() - t[0]) / 1000.0);
+    for (int k = 0; k < 6; ++k)
+      if (cnt[k]) std::printf(" %s %.2f x %d (%.1f)", names[k], sum[k] / cnt[k], cnt[k], sum[k]);
+    std::printf("\n");
+  }
+
   void enqueue_step(const StepKind& k) {
+    if (sk_use(k)) {
+      sk_enqueue(k);
+      return;
+    }
     const bool pdl = opts.pdl;
     build_wstream(k);
     kseq = 0;
@@ -1093,7 +1256,11 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
   const double t0 = now_ms();
   m.load(weights);
   m.alloc_buffers();
+  m.sk_setup(prop.major);
   CF_CUDA(cudaDeviceSynchronize());  // legacy-stream memsets/copies of alloc_buffers() complete before any kernel
+  if (opts.verbose && m.sk_on)
+    std::fprintf(stderr, "cubeforge cuda: decode step: fused (one kernel per step for <= %d rows, %d ring stages of "
+                         "12 KB per SM, %zu KB of shared memory)\n", SK_RMAX, m.sk_nst, m.sk_smem >> 10);
   if (opts.verbose)
     std::fprintf(stderr,
                  "cubeforge cuda: %s: weights %.2f GiB (bf16 arena, wte fp32), KV cache %.2f GiB for %d rows, "
@@ -1158,6 +1325,7 @@ std::vector<int32_t> CudaGptEngine::generate(const GenerateOptions& o, GenerateS
   std::vector<int32_t> out((size_t)m.P * m.N);
   for (size_t i = 0; i < out.size(); ++i) out[i] = m.h_tokens[i];
   if (m.diag_tl && o.use_graph && !topp) m.timeline_report(causal);
+  if (m.sk_tl && m.R <= SK_RMAX) m.sk_report(causal);
   return out;
 }
 
