@@ -14,7 +14,8 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
 has() { [[ ",$STAGES," == *",$1,"* ]]; }
 summ() { grep -E "TPOT|prefill|capture|batch|bandwidth|fused|decode step|rel L2|identical|DIFFERENT|cancel|cuda-check|FAIL|error|Error|trap|ERROR" "$RUN_LOG_DIR/$1.log" | head -${2:-40}; }
 if has smoke; then
-  run smoke_tiny 60 "$BIN" bench --synthetic tiny --quick --batches 1,2 --reps 1; echo "--- smoke_tiny"; summ smoke_tiny
+  run smoke_tiny 60 "$BIN" bench --synthetic tiny --quick --batches 1,2 --reps 1; rc=$?; echo "--- smoke_tiny"; summ smoke_tiny
+  if [ $rc -ne 0 ]; then tail -20 "$RUN_LOG_DIR/smoke_tiny.log"; STAGES=smoke; fi
   run check_tiny 90 "$BIN" cuda-check --synthetic tiny; echo "--- check_tiny"; summ check_tiny
 fi
 if has check; then
