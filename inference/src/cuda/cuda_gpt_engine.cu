@@ -878,7 +878,7 @@ struct CudaGptEngine::Impl {
     sk_amaxs = (std::max(Tdual, N) + SK_ACH - 1) / SK_ACH;
     if (sk_amaxs > SK_MAXSPLIT) return;  // sequences beyond ~1500 slots: the per-kernel path
     const size_t fixed = (size_t)SK_NW * 3 * HD * 4 + (size_t)2 * SK_NW * 32 * 2 * 4 + (size_t)SK_NW * MAXP * 8 + 64 +
-                         128;
+                         128 + (size_t)SK_MAXST * 4 + 16;
     const size_t act = (size_t)2 * rs * (F + 32) * 2;
     if ((size_t)smem_optin < fixed + act + 4 * (SK_STAGE + 16)) return;
     sk_nst = (int)std::min<size_t>(SK_MAXST, ((size_t)smem_optin - fixed - act) / (SK_STAGE + 16));

@@ -118,14 +118,24 @@ __device__ __forceinline__ void sk_stage_mma(const unsigned char* stg, const bf1
   }
 }
 
-// Wait for a ring stage, run its MMAs, release it (one arrival by the consuming warp).
-__device__ __forceinline__ void sk_consume(unsigned char* ring, uint64_t* full, uint64_t* empty, int nst, unsigned it,
-                                           const bf16* act, int AST, int R, int k0, float (&a)[4], float (&b)[4]) {
+// Wait for a ring stage, run its MMAs, release it (one arrival by the consuming warp). Warps consume different
+// stages, so a warp can reach stage `it` before the slot's previous occupant (it - nst) has even arrived; a parity
+// wait on "full" would then see that older phase as complete. So the warp first waits until the previous occupant
+// was consumed (cseq[slot], the last stage index consumed from the slot), after which the parity is unambiguous.
+__device__ __forceinline__ void sk_consume(unsigned char* ring, uint64_t* full, uint64_t* empty,
+                                           volatile unsigned* cseq, int nst, unsigned it, const bf16* act, int AST,
+                                           int R, int k0, float (&a)[4], float (&b)[4]) {
   const int slot = it % nst;
+  if (it >= (unsigned)nst)
+    while (cseq[slot] != it - nst) {
+    }
   mbar_wait(&full[slot], (it / nst) & 1u);
   sk_stage_mma(ring + (size_t)slot * SK_STAGE, act, AST, R, k0, a, b);
   __syncwarp();
-  if ((threadIdx.x & 31) == 0) mbar_arrive(&empty[slot]);
+  if ((threadIdx.x & 31) == 0) {
+    cseq[slot] = it;
+    mbar_arrive(&empty[slot]);
+  }
 }
 
 // LN of the residual stream into act (hi rows then lo rows, stride D + 32): warp r normalises row r (two-pass mean /
@@ -410,7 +420,8 @@ __global__ void __launch_bounds__(SK_THREADS, 1) step_kernel(const SkParams p) {
   unsigned char* ring = smem;
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + (size_t)nst * SK_STAGE);
   uint64_t* empty = full + nst;
-  size_t off = (size_t)nst * SK_STAGE + 2 * nst * 8;
+  volatile unsigned* cseq = reinterpret_cast<unsigned*>(empty + nst);  // per slot: last stage index consumed
+  size_t off = (size_t)nst * SK_STAGE + 2 * nst * 8 + ((nst * 4 + 15) & ~15);
   float* wsc = reinterpret_cast<float*>(smem + off);  // per warp: q, current k, current v (3 x 128 floats)
   off += (size_t)SK_NW * 3 * HD * 4;
   float* red = reinterpret_cast<float*>(smem + off);  // down-proj cross-warp sums: [2][SK_NW][32][2]
@@ -425,6 +436,7 @@ __global__ void __launch_bounds__(SK_THREADS, 1) step_kernel(const SkParams p) {
     for (int i = 0; i < nst; ++i) {
       mbar_init(&full[i], 1);
       mbar_init(&empty[i], 1);
+      cseq[i] = 0xffffffffu;
     }
     mbar_fence_init();
   }
@@ -499,7 +511,7 @@ __global__ void __launch_bounds__(SK_THREADS, 1) step_kernel(const SkParams p) {
         for (int jj = 0; jj < n; ++jj) {
           const int t = t0 + jj * G;
           float a[4] = {0.f, 0.f, 0.f, 0.f}, c[4] = {0.f, 0.f, 0.f, 0.f};
-          sk_consume(ring, full, empty, nst, it_base + jj * spt + warp, act, F + 32, R, warp * 768, a, c);
+          sk_consume(ring, full, empty, cseq, nst, it_base + jj * spt + warp, act, F + 32, R, warp * 768, a, c);
           float* rb = red + (size_t)(jj & 1) * SK_NW * 64;
           rb[(warp * 32 + lane) * 2] = (a[0] + c[0]) + (a[2] + c[2]);
           rb[(warp * 32 + lane) * 2 + 1] = (a[1] + c[1]) + (a[3] + c[3]);
@@ -530,8 +542,8 @@ __global__ void __launch_bounds__(SK_THREADS, 1) step_kernel(const SkParams p) {
           for (int tt = 0; tt < 2; ++tt) {
             if (tt >= ph.ntile) break;
             float a[4] = {0.f, 0.f, 0.f, 0.f}, c[4] = {0.f, 0.f, 0.f, 0.f};
-            sk_consume(ring, full, empty, nst, it + tt * 2, act, AST, R, 0, a, c);
-            sk_consume(ring, full, empty, nst, it + tt * 2 + 1, act, AST, R, 768, a, c);
+            sk_consume(ring, full, empty, cseq, nst, it + tt * 2, act, AST, R, 0, a, c);
+            sk_consume(ring, full, empty, cseq, nst, it + tt * 2 + 1, act, AST, R, 768, a, c);
             y[tt][0] = (a[0] + c[0]) + (a[2] + c[2]);  // hi rows + lo rows
             y[tt][1] = (a[1] + c[1]) + (a[3] + c[3]);
           }
