@@ -18,6 +18,19 @@ if has smoke; then
   if [ $rc -ne 0 ]; then tail -20 "$RUN_LOG_DIR/smoke_tiny.log"; STAGES=smoke; fi
   run check_tiny 90 "$BIN" cuda-check --synthetic tiny; echo "--- check_tiny"; summ check_tiny
 fi
+# L2 prefetch distance sweep (CUBEFORGE_GPT_STEP_PF, stages ahead of each ring copy; PFS="0 16 32"): quick v0.1 B1
+# with the per-phase timeline; the fastest distance is exported for the later stages.
+if has pf; then
+  best=""; best_t=""
+  for d in ${PFS:-0 16 32}; do
+    CUBEFORGE_GPT_STEP_PF=$d CUBEFORGE_GPT_STEP_TL=1 run "pf$d" 90 "$BIN" bench --synthetic v0.1 --quick --batches 1 --reps 1
+    t=$(grep -m1 "TPOT mean" "$RUN_LOG_DIR/pf$d.log" | awk -F'|' '{print $3}' | awk '{print $1}')
+    echo "--- pf $d: TPOT ${t:-?} ms"; grep -m1 "fused step timeline" "$RUN_LOG_DIR/pf$d.log"
+    [ -n "$t" ] || continue
+    if [ -z "$best_t" ] || awk "BEGIN{exit !($t < $best_t)}"; then best=$d; best_t=$t; fi
+  done
+  [ -n "$best" ] && export CUBEFORGE_GPT_STEP_PF=$best && echo "best L2 prefetch distance: $best stages ($best_t ms)"
+fi
 if has check; then
   run check01 240 "$BIN" cuda-check --synthetic v0.1; echo "--- check01"; summ check01
 fi

@@ -328,7 +328,8 @@ struct CudaGptEngine::Impl {
   float* sk_val = nullptr;
   int* sk_idx = nullptr;
   unsigned long long* sk_tl = nullptr;
-  unsigned long long sk_spin = 1ull << 22;  // polls of a phase wait before the kernel traps (a block never arrived)
+  unsigned long long sk_spin = 1ull << 22;
+  int sk_pf = 0;  // L2 prefetch distance of the producer, in stages (CUBEFORGE_GPT_STEP_PF)  // polls of a phase wait before the kernel traps (a block never arrived)
 
   int R = 0, P = 0;
   bool cfg_on = false, prefilled = false;
@@ -877,13 +878,10 @@ struct CudaGptEngine::Impl {
     const int rs = std::min(Rmax, SK_RMAX);
     sk_amaxs = (std::max(Tdual, N) + SK_ACH - 1) / SK_ACH;
     if (sk_amaxs > SK_MAXSPLIT) return;  // sequences beyond ~1500 slots: the per-kernel path
-    const size_t fixed = (size_t)SK_NW * 3 * HD * 4 + (size_t)2 * SK_NW * 32 * 2 * 4 + (size_t)SK_NW * MAXP * 8 + 64 +
-                         128 + (size_t)SK_MAXST * 4 + 16;
-    const size_t act = (size_t)2 * rs * (F + 32) * 2;
-    if ((size_t)smem_optin < fixed + act + 4 * (SK_STAGE + 16)) return;
-    sk_nst = (int)std::min<size_t>(SK_MAXST, ((size_t)smem_optin - fixed - act) / (SK_STAGE + 16));
-    sk_smem = (size_t)sk_nst * (SK_STAGE + 16) + fixed + act;
-    CF_CUDA(cudaFuncSetAttribute(step_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sk_smem));
+    if ((size_t)smem_optin < sk_smem_for(rs, 4)) return;
+    sk_nst = sk_stages_for(rs);
+    sk_smem = sk_smem_for(rs, sk_nst);
+    CF_CUDA(cudaFuncSetAttribute(step_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_optin));
     for (int c = 0; c < 2; ++c) {
       sk_host[c] = sk_build(c == 1);
       sk_ph[c] = dalloc<SkPhase>(sk_host[c].size());
@@ -895,6 +893,7 @@ struct CudaGptEngine::Impl {
     sk_val = dalloc<float>((size_t)MAXP * nsm);
     sk_idx = dalloc<int>((size_t)MAXP * nsm);
     if (const char* sp = std::getenv("CUBEFORGE_GPT_STEP_SPIN")) sk_spin = std::strtoull(sp, nullptr, 10);
+    if (const char* pf = std::getenv("CUBEFORGE_GPT_STEP_PF")) sk_pf = std::atoi(pf);
     const char* tl_env = std::getenv("CUBEFORGE_GPT_STEP_TL");
     if (tl_env && std::string(tl_env) == "1") {
       sk_tl = dalloc<unsigned long long>(sk_host[1].size() + 1);
@@ -903,6 +902,16 @@ struct CudaGptEngine::Impl {
     sk_on = true;
   }
   bool sk_use(const StepKind& k) const { return sk_on && !k.step0 && R <= SK_RMAX; }
+  // Shared memory of the fused step at r rows with nst ring stages; the ring gets what the staged inputs leave.
+  static size_t sk_fixed() {
+    return (size_t)SK_NW * 3 * HD * 4 + (size_t)2 * SK_NW * 32 * 2 * 4 + (size_t)SK_NW * MAXP * 8 + 64 + 128 +
+           (size_t)SK_MAXST * 4 + 16;
+  }
+  static size_t sk_act(int r) { return (size_t)2 * r * (F + 32) * 2; }
+  static size_t sk_smem_for(int r, int nst) { return (size_t)nst * (SK_STAGE + 16) + sk_fixed() + sk_act(r); }
+  int sk_stages_for(int r) const {
+    return (int)std::min<size_t>(SK_MAXST, ((size_t)smem_optin - sk_fixed() - sk_act(r)) / (SK_STAGE + 16));
+  }
 
   void sk_enqueue(const StepKind& k) {
     const int c = k.causal ? 1 : 0;
@@ -910,7 +919,8 @@ struct CudaGptEngine::Impl {
     q.ph = sk_ph[c];
     q.nph = (int)sk_host[c].size();
     q.R = R;
-    q.nst = sk_nst;
+    q.nst = sk_stages_for(R);
+    q.pf_stages = sk_pf;
     q.amaxs = sk_amaxs;
     q.eps = cfg.eps;
     q.tail = k.topp ? 0 : 1;
@@ -936,7 +946,7 @@ struct CudaGptEngine::Impl {
     q.host_tokens = h_tokens_dev;
     q.tl = sk_tl;
     q.spin_limit = sk_spin;
-    launch(step_kernel, dim3(nsm), dim3(SK_THREADS), sk_smem, stream, false, q);
+    launch(step_kernel, dim3(nsm), dim3(SK_THREADS), sk_smem_for(R, q.nst), stream, false, q);
     if (k.topp) {
       ToppParams t = {ctl, dyn, guided, wte, x, stats, tokens, h_tokens_dev};
       launch(topp_kernel, dim3(P), dim3(TOPP_THREADS), 0, stream, false, t);
@@ -1260,7 +1270,8 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
   CF_CUDA(cudaDeviceSynchronize());  // legacy-stream memsets/copies of alloc_buffers() complete before any kernel
   if (opts.verbose && m.sk_on)
     std::fprintf(stderr, "cubeforge cuda: decode step: fused (one kernel per step for <= %d rows, %d ring stages of "
-                         "12 KB per SM, %zu KB of shared memory)\n", SK_RMAX, m.sk_nst, m.sk_smem >> 10);
+                         "12 KB per SM at %d rows, %zu KB of shared memory; L2 prefetch %d stages ahead)\n",
+                 SK_RMAX, m.sk_nst, std::min(m.Rmax, SK_RMAX), m.sk_smem >> 10, m.sk_pf);
   if (opts.verbose)
     std::fprintf(stderr,
                  "cubeforge cuda: %s: weights %.2f GiB (bf16 arena, wte fp32), KV cache %.2f GiB for %d rows, "
