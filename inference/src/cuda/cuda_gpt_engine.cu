@@ -328,8 +328,10 @@ struct CudaGptEngine::Impl {
   float* sk_val = nullptr;
   int* sk_idx = nullptr;
   unsigned long long* sk_tl = nullptr;
-  unsigned long long sk_spin = 1ull << 22;
-  int sk_pf = 0;  // L2 prefetch distance of the producer, in stages (CUBEFORGE_GPT_STEP_PF)  // polls of a phase wait before the kernel traps (a block never arrived)
+  unsigned long long sk_spin = 1ull << 22;  // polls of a phase wait before the kernel traps (a block never arrived)
+  int sk_pf = 0;  // L2 prefetch distance of the producer, in stages (CUBEFORGE_GPT_STEP_PF)
+  int sk_kv_early = 1;   // CUBEFORGE_GPT_STEP_KV=0: attention loads its keys / values after the phase wait
+  int sk_nst_force = 0;  // CUBEFORGE_GPT_STEP_NST: at most this many ring stages
 
   int R = 0, P = 0;
   bool cfg_on = false, prefilled = false;
@@ -894,10 +896,12 @@ struct CudaGptEngine::Impl {
     sk_idx = dalloc<int>((size_t)MAXP * nsm);
     if (const char* sp = std::getenv("CUBEFORGE_GPT_STEP_SPIN")) sk_spin = std::strtoull(sp, nullptr, 10);
     if (const char* pf = std::getenv("CUBEFORGE_GPT_STEP_PF")) sk_pf = std::atoi(pf);
+    if (const char* kv = std::getenv("CUBEFORGE_GPT_STEP_KV")) sk_kv_early = std::atoi(kv) != 0;
+    if (const char* ns = std::getenv("CUBEFORGE_GPT_STEP_NST")) sk_nst_force = std::max(2, std::atoi(ns));
     const char* tl_env = std::getenv("CUBEFORGE_GPT_STEP_TL");
     if (tl_env && std::string(tl_env) == "1") {
-      sk_tl = dalloc<unsigned long long>(sk_host[1].size() + 1);
-      CF_CUDA(cudaMemset(sk_tl, 0, (sk_host[1].size() + 1) * sizeof(unsigned long long)));
+      sk_tl = dalloc<unsigned long long>(2 * sk_host[1].size() + 1);
+      CF_CUDA(cudaMemset(sk_tl, 0, (2 * sk_host[1].size() + 1) * sizeof(unsigned long long)));
     }
     sk_on = true;
   }
@@ -921,6 +925,8 @@ struct CudaGptEngine::Impl {
     q.R = R;
     q.nst = sk_stages_for(R);
     q.pf_stages = sk_pf;
+    q.kv_early = sk_kv_early;
+    if (sk_nst_force > 0) q.nst = std::min(q.nst, sk_nst_force);
     q.amaxs = sk_amaxs;
     q.eps = cfg.eps;
     q.tail = k.topp ? 0 : 1;
@@ -957,19 +963,22 @@ struct CudaGptEngine::Impl {
   void sk_report(bool causal) {
     if (!sk_tl) return;
     const std::vector<SkPhase>& v = sk_host[causal ? 1 : 0];
-    std::vector<unsigned long long> t(v.size() + 1);
+    std::vector<unsigned long long> t(2 * v.size() + 1);
     CF_CUDA(cudaStreamSynchronize(stream));
     CF_CUDA(cudaMemcpy(t.data(), sk_tl, t.size() * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
     const char* names[6] = {"qkv", "attention", "o-proj", "gate/up", "down", "lm_head"};
-    double sum[6] = {0, 0, 0, 0, 0, 0};
+    double own[6] = {0, 0, 0, 0, 0, 0}, all[6] = {0, 0, 0, 0, 0, 0};
     int cnt[6] = {0, 0, 0, 0, 0, 0};
-    for (size_t i = 0; i + 1 < t.size(); ++i) {
-      sum[v[i].kind] += (double)(t[i + 1] - t[i]) / 1000.0;
+    for (size_t i = 0; i < v.size(); ++i) {
+      own[v[i].kind] += (double)(t[2 * i + 1] - t[2 * i]) / 1000.0;
+      all[v[i].kind] += (double)(t[2 * i + 2] - t[2 * i]) / 1000.0;
       ++cnt[v[i].kind];
     }
-    std::printf("fused step timeline (one step, block 0, us): total %.1f;", (t.back() - t[0]) / 1000.0);
+    std::printf("fused step timeline (one step, block 0, us; phase = own work + wait for the others): total %.1f;",
+                (t.back() - t[0]) / 1000.0);
     for (int k = 0; k < 6; ++k)
-      if (cnt[k]) std::printf(" %s %.2f x %d (%.1f)", names[k], sum[k] / cnt[k], cnt[k], sum[k]);
+      if (cnt[k]) std::printf(" %s %.2f = %.2f + %.2f x %d;", names[k], all[k] / cnt[k], own[k] / cnt[k],
+                              (all[k] - own[k]) / cnt[k], cnt[k]);
     std::printf("\n");
   }
 

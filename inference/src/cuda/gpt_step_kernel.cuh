@@ -75,9 +75,10 @@ struct SkParams {
   const float* wte;
   int* tokens;
   int* host_tokens;
-  unsigned long long* tl;  // diagnostics: block 0's %globaltimer at the start of every phase (+ the end), or null
+  unsigned long long* tl;  // diagnostics: block 0's %globaltimer per phase (after the wait, at its arrival) + the end, or null
   unsigned long long spin_limit;
   int pf_stages;      // the producer also asks the L2 for the stage this many stages ahead of each one it copies
+  int kv_early;       // 1: attention requests its first item's keys / values before the phase wait
 };
 
 __device__ __forceinline__ unsigned ld_acquire_u32(const unsigned* p) {
@@ -542,7 +543,7 @@ __global__ void __launch_bounds__(SK_THREADS, 1) step_kernel(const SkParams p) {
       a_L = a_cur + 1;
       a_nsplit = (a_L + SK_ACH - 1) / SK_ACH;
       a_items = R * H * a_nsplit;
-      if (b + G * warp < a_items) sk_attn_load(ph, b + G * warp, a_nsplit, a_L, a_cur, kv);
+      if (p.kv_early && b + G * warp < a_items) sk_attn_load(ph, b + G * warp, a_nsplit, a_L, a_cur, kv);
     }
     if (pi > 0) {  // all blocks have published phase pi - 1
       if (threadIdx.x == 0) {
@@ -554,7 +555,7 @@ __global__ void __launch_bounds__(SK_THREADS, 1) step_kernel(const SkParams p) {
       }
       sk_bar();
     }
-    if (p.tl && b == 0 && threadIdx.x == 0) p.tl[pi] = gtimer();
+    if (p.tl && b == 0 && threadIdx.x == 0) p.tl[2 * pi] = gtimer();
     // the phase's input in shared memory
     if (ph.kind == SK_QKV || ph.kind == SK_GATEUP || ph.kind == SK_LM) {
       sk_ln(p.x, R, p.eps, act);
@@ -570,7 +571,7 @@ __global__ void __launch_bounds__(SK_THREADS, 1) step_kernel(const SkParams p) {
     int bi = 0x7fffffff;
     if (ph.kind == SK_ATTN) {
       for (int i = b + G * warp; i < a_items; i += G * SK_NW) {
-        if (i != b + G * warp) sk_attn_load(ph, i, a_nsplit, a_L, a_cur, kv);
+        if (i != b + G * warp || !p.kv_early) sk_attn_load(ph, i, a_nsplit, a_L, a_cur, kv);
         sk_attn_item(p, ph, i, a_nsplit, a_L, a_cur, pos, qs, kcur, vcur, kv);
       }
     } else {
@@ -690,6 +691,7 @@ __global__ void __launch_bounds__(SK_THREADS, 1) step_kernel(const SkParams p) {
     }
     sk_bar();
     if (threadIdx.x == 0) {
+      if (p.tl && b == 0) p.tl[2 * pi + 1] = gtimer();
       __threadfence();
       const unsigned prev = atomicAdd(p.counter, 1u);
       int last = 0;
@@ -703,7 +705,7 @@ __global__ void __launch_bounds__(SK_THREADS, 1) step_kernel(const SkParams p) {
       sk_bar();
       if (flag[0]) {  // every block has arrived: the step's token, the next embedding, the position
         const int P = ctl->P;
-        if (p.tl) p.tl[p.nph] = gtimer();
+        if (p.tl) p.tl[2 * p.nph] = gtimer();
         if (p.tail) {
           if (warp < P) {
             float best = -INFINITY;
