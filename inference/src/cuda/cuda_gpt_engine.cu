@@ -316,7 +316,9 @@ struct CudaGptEngine::Impl {
                             // griddepcontrol.wait; variant bit 31 (a negative --variant) = the session-7 path
 
   // Fused decode step (gpt_step_kernel.cuh): one persistent kernel per decode step for R <= SK_RMAX rows (steps
-  // after step 0). CUBEFORGE_GPT_STEP=0 keeps the per-kernel path; CUBEFORGE_GPT_STEP_TL=1 prints per-phase times.
+  // after step 0). Opt-in (CUBEFORGE_GPT_STEP=1): measured slower than the per-kernel path (session 9: 1.17 vs
+  // 0.99 ms, docs/cuda-gpt-notes.md). CUBEFORGE_GPT_STEP_TL=1 prints per-phase times, CUBEFORGE_GPT_STEP_NST caps
+  // the ring depth.
   bool sk_on = false;
   int sk_nst = 0;
   size_t sk_smem = 0;
@@ -329,8 +331,6 @@ struct CudaGptEngine::Impl {
   int* sk_idx = nullptr;
   unsigned long long* sk_tl = nullptr;
   unsigned long long sk_spin = 1ull << 22;  // polls of a phase wait before the kernel traps (a block never arrived)
-  int sk_pf = 0;  // L2 prefetch distance of the producer, in stages (CUBEFORGE_GPT_STEP_PF)
-  int sk_kv_early = 1;   // CUBEFORGE_GPT_STEP_KV=0: attention loads its keys / values after the phase wait
   int sk_nst_force = 0;  // CUBEFORGE_GPT_STEP_NST: at most this many ring stages
 
   int R = 0, P = 0;
@@ -874,7 +874,7 @@ struct CudaGptEngine::Impl {
   // kernel's shared-memory size (the ring gets what the staged inputs leave).
   void sk_setup(int cc_major) {
     const char* env = std::getenv("CUBEFORGE_GPT_STEP");
-    if ((env && std::string(env) == "0") || cc_major < 9 || !blocked || !split_dec || diag_l2w || diag_no_attn ||
+    if (!env || std::string(env) != "1" || cc_major < 9 || !blocked || !split_dec || diag_l2w || diag_no_attn ||
         ring)
       return;
     const int rs = std::min(Rmax, SK_RMAX);
@@ -895,8 +895,6 @@ struct CudaGptEngine::Impl {
     sk_val = dalloc<float>((size_t)MAXP * nsm);
     sk_idx = dalloc<int>((size_t)MAXP * nsm);
     if (const char* sp = std::getenv("CUBEFORGE_GPT_STEP_SPIN")) sk_spin = std::strtoull(sp, nullptr, 10);
-    if (const char* pf = std::getenv("CUBEFORGE_GPT_STEP_PF")) sk_pf = std::atoi(pf);
-    if (const char* kv = std::getenv("CUBEFORGE_GPT_STEP_KV")) sk_kv_early = std::atoi(kv) != 0;
     if (const char* ns = std::getenv("CUBEFORGE_GPT_STEP_NST")) sk_nst_force = std::max(2, std::atoi(ns));
     const char* tl_env = std::getenv("CUBEFORGE_GPT_STEP_TL");
     if (tl_env && std::string(tl_env) == "1") {
@@ -924,8 +922,6 @@ struct CudaGptEngine::Impl {
     q.nph = (int)sk_host[c].size();
     q.R = R;
     q.nst = sk_stages_for(R);
-    q.pf_stages = sk_pf;
-    q.kv_early = sk_kv_early;
     if (sk_nst_force > 0) q.nst = std::min(q.nst, sk_nst_force);
     q.amaxs = sk_amaxs;
     q.eps = cfg.eps;
@@ -1279,8 +1275,8 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
   CF_CUDA(cudaDeviceSynchronize());  // legacy-stream memsets/copies of alloc_buffers() complete before any kernel
   if (opts.verbose && m.sk_on)
     std::fprintf(stderr, "cubeforge cuda: decode step: fused (one kernel per step for <= %d rows, %d ring stages of "
-                         "12 KB per SM at %d rows, %zu KB of shared memory; L2 prefetch %d stages ahead)\n",
-                 SK_RMAX, m.sk_nst, std::min(m.Rmax, SK_RMAX), m.sk_smem >> 10, m.sk_pf);
+                         "12 KB per SM at %d rows, %zu KB of shared memory)\n",
+                 SK_RMAX, m.sk_nst, std::min(m.Rmax, SK_RMAX), m.sk_smem >> 10);
   if (opts.verbose)
     std::fprintf(stderr,
                  "cubeforge cuda: %s: weights %.2f GiB (bf16 arena, wte fp32), KV cache %.2f GiB for %d rows, "

@@ -232,6 +232,31 @@ __device__ __forceinline__ void cbar() {
   else asm volatile("bar.sync %0, %1;" ::"n"(BAR), "n"(NTHR) : "memory");
 }
 
+// Index of the best of n argmax partials (values vals[0..n), indices idx[0..n), written by other blocks: read from
+// L2) by one warp: the larger value, then the smaller index. Every lane returns it.
+__device__ __forceinline__ int warp_argmax_partials(const float* vals, const int* idx, int n) {
+  float best = -INFINITY;
+  int bi = 0x7fffffff;
+  for (int b = threadIdx.x & 31; b < n; b += 32) {
+    const float v = __ldcg(vals + b);
+    const int i = __ldcg(idx + b);
+    if (v > best || (v == best && i < bi)) {
+      best = v;
+      bi = i;
+    }
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const float v = __shfl_xor_sync(0xffffffffu, best, o);
+    const int i = __shfl_xor_sync(0xffffffffu, bi, o);
+    if (v > best || (v == best && i < bi)) {
+      best = v;
+      bi = i;
+    }
+  }
+  return bi;
+}
+
 // GEMV epilogues on the reduced tile outs[16][NT] (rows x outputs n0..n0+NT-1), run by the NW * 32 compute threads.
 template <int NTILE, int NW, int EPI, int BAR>
 // have_pre: EPI_RESID's residual (and add2) element of this thread (e = threadIdx.x, R * NT <= threads) was read
@@ -361,27 +386,8 @@ __device__ __forceinline__ void gemv_epilogue(const GemvParams& p, float* outs, 
       if (*flag) {  // every tile has published its partial: pick, emit, advance the position
         int* tok = flag + 1;
         if (warp < P) {
-          const int pp = warp;
-          float best = -INFINITY;
-          int bi = 0x7fffffff;
-          for (int b = lane; b < nparts; b += 32) {
-            const float v = __ldcg(p.lm_val + pp * nparts + b);
-            const int i = __ldcg(p.lm_idx + pp * nparts + b);
-            if (v > best || (v == best && i < bi)) {
-              best = v;
-              bi = i;
-            }
-          }
-#pragma unroll
-          for (int o = 16; o > 0; o >>= 1) {
-            const float v = __shfl_xor_sync(0xffffffffu, best, o);
-            const int i = __shfl_xor_sync(0xffffffffu, bi, o);
-            if (v > best || (v == best && i < bi)) {
-              best = v;
-              bi = i;
-            }
-          }
-          if (lane == 0) tok[pp] = ctl->forced ? ctl->forced_tok[pp] : bi;
+          const int bi = warp_argmax_partials(p.lm_val + warp * nparts, p.lm_idx + warp * nparts, nparts);
+          if (lane == 0) tok[warp] = ctl->forced ? ctl->forced_tok[warp] : bi;
         }
         cbar<BAR, NW * 32>();
         emit_tokens(tok, 0, P, ctl, pos, p.wte, p.x_next, p.stats_next, p.tokens, p.host_tokens, NW * 32);

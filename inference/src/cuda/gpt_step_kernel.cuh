@@ -77,8 +77,6 @@ struct SkParams {
   int* host_tokens;
   unsigned long long* tl;  // diagnostics: block 0's %globaltimer per phase (after the wait, at its arrival) + the end, or null
   unsigned long long spin_limit;
-  int pf_stages;      // the producer also asks the L2 for the stage this many stages ahead of each one it copies
-  int kv_early;       // 1: attention requests its first item's keys / values before the phase wait
 };
 
 __device__ __forceinline__ unsigned ld_acquire_u32(const unsigned* p) {
@@ -218,31 +216,8 @@ __device__ __forceinline__ float4 sk_norm_rope(float4 r, float4 w, float2 c0, fl
 // apart; the last split of (r, h) to arrive combines them, as attn_decode_kernel does.
 constexpr int SK_ACH = 16;        // keys per attention item
 constexpr int SK_MAXSPLIT = 96;   // splits per (row, head) the combine holds (3 per lane)
-struct SkKv {
-  uint4 kr[HD / 16];  // lane's half key row (key j0 + lane / 2)
-  uint2 vr[SK_ACH];   // the lane's 4 dims of every value row
-};
-// The item's cached keys and values (slots other than the current one, written by earlier steps): issued before the
-// phase's wait, so their DRAM latency overlaps the previous phase.
-__device__ __forceinline__ void sk_attn_load(const SkPhase& ph, int item, int nsplit, int L, int cur, SkKv& kv) {
-  const int lane = threadIdx.x & 31, jk = lane >> 1, half = lane & 1;
-  const int r = item / (H * nsplit), rem = item % (H * nsplit), h = rem / nsplit, split = rem % nsplit;
-  const int j0 = split * SK_ACH;
-  const size_t base = (size_t)(r * H + h) * ph.T * HD;
-  const int j = j0 + jk;
-#pragma unroll
-  for (int i = 0; i < HD / 16; ++i)
-    kv.kr[i] = (j < L && j != cur) ? ld_cg16(ph.kc + base + (size_t)j * HD + half * 64 + i * 8)
-                                   : make_uint4(0, 0, 0, 0);
-  const int nv = min(SK_ACH, L - j0);
-#pragma unroll
-  for (int i = 0; i < SK_ACH; ++i)
-    kv.vr[i] = (i < nv && j0 + i != cur)
-                   ? __ldcg(reinterpret_cast<const uint2*>(ph.vc + base + (size_t)(j0 + i) * HD + lane * 4))
-                   : make_uint2(0, 0);
-}
 __device__ __forceinline__ void sk_attn_item(const SkParams& p, const SkPhase& ph, int item, int nsplit, int L,
-                                             int cur, int pos, float* qs, float* kcur, float* vcur, const SkKv& kv) {
+                                             int cur, int pos, float* qs, float* kcur, float* vcur) {
   const int lane = threadIdx.x & 31, jk = lane >> 1, half = lane & 1;
   __syncwarp();  // the previous item's reads of qs / kcur / vcur are done
   const int r = item / (H * nsplit), rem = item % (H * nsplit), h = rem / nsplit, split = rem % nsplit;
@@ -252,6 +227,17 @@ __device__ __forceinline__ void sk_attn_item(const SkParams& p, const SkPhase& p
   const int j = j0 + jk;
   const bool valid = j < L;
   const bool mine_cur = j == cur;
+  uint4 kr[HD / 16];
+#pragma unroll
+  for (int i = 0; i < HD / 16; ++i)
+    kr[i] = (valid && !mine_cur) ? ld_cg16(ph.kc + base + (size_t)j * HD + half * 64 + i * 8) : make_uint4(0, 0, 0, 0);
+  const int nv = min(SK_ACH, L - j0);
+  uint2 vr[SK_ACH];
+#pragma unroll
+  for (int i = 0; i < SK_ACH; ++i)
+    vr[i] = (i < nv && j0 + i != cur)
+                ? __ldcg(reinterpret_cast<const uint2*>(ph.vc + base + (size_t)(j0 + i) * HD + lane * 4))
+                : make_uint2(0, 0);
   const bool has_cur = cur >= j0 && cur < j0 + SK_ACH;
   const float4 qraw = ld_cg_f4(qrow + lane * 4);
   float4 kraw = make_float4(0.f, 0.f, 0.f, 0.f), vraw = kraw;
@@ -284,8 +270,8 @@ __device__ __forceinline__ void sk_attn_item(const SkParams& p, const SkPhase& p
     for (int i = 0; i < HD / 16; ++i) {
       const float4 qa = *reinterpret_cast<const float4*>(qh + i * 8);
       const float4 qb = *reinterpret_cast<const float4*>(qh + i * 8 + 4);
-      d += qa.x * bf_lo(kv.kr[i].x) + qa.y * bf_hi(kv.kr[i].x) + qa.z * bf_lo(kv.kr[i].y) + qa.w * bf_hi(kv.kr[i].y) +
-           qb.x * bf_lo(kv.kr[i].z) + qb.y * bf_hi(kv.kr[i].z) + qb.z * bf_lo(kv.kr[i].w) + qb.w * bf_hi(kv.kr[i].w);
+      d += qa.x * bf_lo(kr[i].x) + qa.y * bf_hi(kr[i].x) + qa.z * bf_lo(kr[i].y) + qa.w * bf_hi(kr[i].y) +
+           qb.x * bf_lo(kr[i].z) + qb.y * bf_hi(kr[i].z) + qb.z * bf_lo(kr[i].w) + qb.w * bf_hi(kr[i].w);
     }
   }
   d += __shfl_xor_sync(0xffffffffu, d, 1);
@@ -302,7 +288,7 @@ __device__ __forceinline__ void sk_attn_item(const SkParams& p, const SkPhase& p
       const float4 c = *reinterpret_cast<const float4*>(vcur + lane * 4);
       v0 = c.x, v1 = c.y, v2 = c.z, v3 = c.w;
     } else {
-      v0 = bf_lo(kv.vr[i].x), v1 = bf_hi(kv.vr[i].x), v2 = bf_lo(kv.vr[i].y), v3 = bf_hi(kv.vr[i].y);
+      v0 = bf_lo(vr[i].x), v1 = bf_hi(vr[i].x), v2 = bf_lo(vr[i].y), v3 = bf_hi(vr[i].y);
     }
     o0 += pi * v0;
     o1 += pi * v1;
@@ -427,48 +413,6 @@ __device__ __forceinline__ void sk_lm_epilogue(const SkParams& p, const float (&
   }
 }
 
-// The producer's walk over the block's stages: phase pi, tile jj of the block's n tiles, stage st of the tile.
-struct SkCursor {
-  int pi, jj, st, n, t0, spt;
-  size_t tile_elems;
-  const bf16* W;
-};
-// Settle on the first stage at or after phase c.pi (wrap: past the last phase, start over: the next step's stages).
-__device__ __forceinline__ void sk_cursor_settle(const SkParams& p, SkCursor& c, int b, int G, bool wrap) {
-  for (int guard = 0; guard <= 2 * p.nph; ++guard) {
-    if (c.pi >= p.nph) {
-      if (!wrap) return;
-      c.pi = 0;
-    }
-    const SkPhase& ph = p.ph[c.pi];
-    if (ph.kind != SK_ATTN) {
-      sk_my_tiles(ph, b, G, c.t0, c.n);
-      if (c.n > 0) {
-        c.spt = sk_stages_per_tile(ph);
-        c.tile_elems = (size_t)ph.ntile * ph.K * 8;
-        c.W = ph.W;
-        c.jj = c.st = 0;
-        return;
-      }
-    }
-    ++c.pi;
-  }
-}
-__device__ __forceinline__ void sk_cursor_start(const SkParams& p, SkCursor& c, int b, int G, bool wrap) {
-  c.pi = 0;
-  sk_cursor_settle(p, c, b, G, wrap);
-}
-__device__ __forceinline__ const bf16* sk_cursor_addr(const SkCursor& c, int G) {
-  return c.W + (size_t)(c.t0 + c.jj * G) * c.tile_elems + (size_t)c.st * (SK_STAGE / 2);
-}
-__device__ __forceinline__ void sk_cursor_next(const SkParams& p, SkCursor& c, int b, int G, bool wrap) {
-  if (++c.st < c.spt) return;
-  c.st = 0;
-  if (++c.jj < c.n) return;
-  ++c.pi;
-  sk_cursor_settle(p, c, b, G, wrap);
-}
-
 __global__ void __launch_bounds__(SK_THREADS, 1) step_kernel(const SkParams p) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int nst = p.nst, R = p.R, G = gridDim.x, b = blockIdx.x;
@@ -500,27 +444,22 @@ __global__ void __launch_bounds__(SK_THREADS, 1) step_kernel(const SkParams p) {
 
   if (warp == SK_NW) {  // ---- producer: the block's weight stages, in consumption order, for the whole step ----
     if (lane == 0) {
-      SkCursor c = {}, pf = {};
-      sk_cursor_start(p, c, b, G, false);
-      // L2 prefetch cursor p.pf_stages ahead (wrapping into the next step's first stages): DRAM keeps streaming
-      // while the ring is full and the consumers wait, and the ring's later copies hit L2.
-      const int ahead = p.pf_stages;
-      if (ahead > nst) {
-        sk_cursor_start(p, pf, b, G, true);
-        for (int k = 0; k < ahead; ++k) {
-          if (k >= nst) l2_prefetch(sk_cursor_addr(pf, G), SK_STAGE, false);
-          sk_cursor_next(p, pf, b, G, true);
-        }
-      }
-      for (unsigned it = 0; c.pi < p.nph; ++it) {
-        const int slot = it % nst;
-        if (it >= (unsigned)nst) mbar_wait(&empty[slot], ((it / nst) - 1) & 1u);
-        mbar_expect_tx(&full[slot], SK_STAGE);
-        bulk_g2s(ring + (size_t)slot * SK_STAGE, sk_cursor_addr(c, G), SK_STAGE, &full[slot]);
-        sk_cursor_next(p, c, b, G, false);
-        if (ahead > nst) {
-          l2_prefetch(sk_cursor_addr(pf, G), SK_STAGE, false);
-          sk_cursor_next(p, pf, b, G, true);
+      unsigned it = 0;
+      for (int pi = 0; pi < p.nph; ++pi) {
+        const SkPhase& ph = p.ph[pi];
+        if (ph.kind == SK_ATTN) continue;
+        int t0, n;
+        sk_my_tiles(ph, b, G, t0, n);
+        const int spt = sk_stages_per_tile(ph);
+        const size_t tile_elems = (size_t)ph.ntile * ph.K * 8;
+        for (int jj = 0; jj < n; ++jj) {
+          const bf16* src = ph.W + (size_t)(t0 + jj * G) * tile_elems;
+          for (int s = 0; s < spt; ++s, ++it) {
+            const int slot = it % nst;
+            if (it >= (unsigned)nst) mbar_wait(&empty[slot], ((it / nst) - 1) & 1u);
+            mbar_expect_tx(&full[slot], SK_STAGE);
+            bulk_g2s(ring + (size_t)slot * SK_STAGE, src + (size_t)s * (SK_STAGE / 2), SK_STAGE, &full[slot]);
+          }
         }
       }
     }
@@ -536,15 +475,6 @@ __global__ void __launch_bounds__(SK_THREADS, 1) step_kernel(const SkParams p) {
   unsigned it_base = 0;
   for (int pi = 0; pi < p.nph; ++pi) {
     const SkPhase ph = p.ph[pi];
-    SkKv kv;  // attention: the warp's first item's keys and values, requested before the wait
-    int a_cur = 0, a_L = 0, a_nsplit = 0, a_items = 0;
-    if (ph.kind == SK_ATTN) {
-      a_cur = ph.coff + pos;
-      a_L = a_cur + 1;
-      a_nsplit = (a_L + SK_ACH - 1) / SK_ACH;
-      a_items = R * H * a_nsplit;
-      if (p.kv_early && b + G * warp < a_items) sk_attn_load(ph, b + G * warp, a_nsplit, a_L, a_cur, kv);
-    }
     if (pi > 0) {  // all blocks have published phase pi - 1
       if (threadIdx.x == 0) {
         const unsigned target = (unsigned)pi * (unsigned)G;
@@ -570,10 +500,8 @@ __global__ void __launch_bounds__(SK_THREADS, 1) step_kernel(const SkParams p) {
     float bv = -INFINITY;  // lm_head: this warp's running best of variation lane / 4
     int bi = 0x7fffffff;
     if (ph.kind == SK_ATTN) {
-      for (int i = b + G * warp; i < a_items; i += G * SK_NW) {
-        if (i != b + G * warp || !p.kv_early) sk_attn_load(ph, i, a_nsplit, a_L, a_cur, kv);
-        sk_attn_item(p, ph, i, a_nsplit, a_L, a_cur, pos, qs, kcur, vcur, kv);
-      }
+      const int cur = ph.coff + pos, L = cur + 1, nsplit = (L + SK_ACH - 1) / SK_ACH, items = R * H * nsplit;
+      for (int i = b + G * warp; i < items; i += G * SK_NW) sk_attn_item(p, ph, i, nsplit, L, cur, pos, qs, kcur, vcur);
     } else {
       int t0, n;
       sk_my_tiles(ph, b, G, t0, n);
@@ -583,11 +511,6 @@ __global__ void __launch_bounds__(SK_THREADS, 1) step_kernel(const SkParams p) {
         for (int jj = 0; jj < n; ++jj) {
           const int t = t0 + jj * G;
           float a[4] = {0.f, 0.f, 0.f, 0.f}, c[4] = {0.f, 0.f, 0.f, 0.f};
-          float2 xpre = make_float2(0.f, 0.f), apre = xpre;  // residual (and add2) requested before the MMAs
-          if (warp == 0 && g < R) {
-            xpre = __ldcg(reinterpret_cast<const float2*>(p.x + (size_t)g * D + t * 8 + t4 * 2));
-            if (ph.add2) apre = __ldcg(reinterpret_cast<const float2*>(ph.add2 + (size_t)g * D + t * 8 + t4 * 2));
-          }
           sk_consume(ring, full, empty, cseq, nst, it_base + jj * spt + warp, act, F + 32, R, warp * 768, a, c);
           float* rb = red + (size_t)(jj & 1) * SK_NW * 64;
           rb[(warp * 32 + lane) * 2] = (a[0] + c[0]) + (a[2] + c[2]);
@@ -600,9 +523,9 @@ __global__ void __launch_bounds__(SK_THREADS, 1) step_kernel(const SkParams p) {
 #pragma unroll
               for (int w = 0; w < SK_NW; ++w) y += rb[(w * 32 + lane) * 2 + i];
               const int col = t * 8 + t4 * 2 + i;
-              float xv = i ? xpre.y : xpre.x;
+              float xv = __ldcg(p.x + (size_t)g * D + col);
               xv = xv + (y + bf(ph.bias[col]));
-              if (ph.add2) xv = xv + (i ? apre.y : apre.x);
+              if (ph.add2) xv = xv + __ldcg(ph.add2 + (size_t)g * D + col);
               p.x[(size_t)g * D + col] = xv;
             }
           }
@@ -615,9 +538,6 @@ __global__ void __launch_bounds__(SK_THREADS, 1) step_kernel(const SkParams p) {
           const int t = t0 + jj * G;
           const unsigned it = it_base + jj * spt;
           float y[2][2];
-          float2 xpre = make_float2(0.f, 0.f);  // o-proj: the residual, requested before the MMAs
-          if (ph.kind == SK_OPROJ && g < R)
-            xpre = __ldcg(reinterpret_cast<const float2*>(p.x + (size_t)g * D + t * 8 + t4 * 2));
 #pragma unroll
           for (int tt = 0; tt < 2; ++tt) {
             if (tt >= ph.ntile) break;
@@ -643,7 +563,7 @@ __global__ void __launch_bounds__(SK_THREADS, 1) step_kernel(const SkParams p) {
 #pragma unroll
               for (int i = 0; i < 2; ++i) {
                 const int col = n0 + t4 * 2 + i;
-                float xv = i ? xpre.y : xpre.x;
+                float xv = __ldcg(p.x + (size_t)g * D + col);
                 xv = xv + (y[0][i] + bf(ph.bias[col]));
                 p.x[(size_t)g * D + col] = xv;
               }
@@ -708,25 +628,7 @@ __global__ void __launch_bounds__(SK_THREADS, 1) step_kernel(const SkParams p) {
         if (p.tl) p.tl[2 * p.nph] = gtimer();
         if (p.tail) {
           if (warp < P) {
-            float best = -INFINITY;
-            int bi2 = 0x7fffffff;
-            for (int q = lane; q < G; q += 32) {
-              const float v = __ldcg(p.lm_val + warp * G + q);
-              const int i = __ldcg(p.lm_idx + warp * G + q);
-              if (v > best || (v == best && i < bi2)) {
-                best = v;
-                bi2 = i;
-              }
-            }
-#pragma unroll
-            for (int o = 16; o > 0; o >>= 1) {
-              const float v = __shfl_xor_sync(0xffffffffu, best, o);
-              const int i = __shfl_xor_sync(0xffffffffu, bi2, o);
-              if (v > best || (v == best && i < bi2)) {
-                best = v;
-                bi2 = i;
-              }
-            }
+            const int bi2 = warp_argmax_partials(p.lm_val + warp * G, p.lm_idx + warp * G, G);
             if (lane == 0) flag[1 + warp] = ctl->forced ? ctl->forced_tok[warp] : bi2;
           }
           sk_bar();
