@@ -332,6 +332,7 @@ struct CudaGptEngine::Impl {
   unsigned long long* sk_tl = nullptr;
   unsigned long long sk_spin = 1ull << 22;  // polls of a phase wait before the kernel traps (a block never arrived)
   int sk_nst_force = 0;  // CUBEFORGE_GPT_STEP_NST: at most this many ring stages
+  int sk_infl = 0;       // CUBEFORGE_GPT_STEP_INFL: at most this many bulk copies in flight per block (0: the ring)
 
   int R = 0, P = 0;
   bool cfg_on = false, prefilled = false;
@@ -896,6 +897,7 @@ struct CudaGptEngine::Impl {
     sk_idx = dalloc<int>((size_t)MAXP * nsm);
     if (const char* sp = std::getenv("CUBEFORGE_GPT_STEP_SPIN")) sk_spin = std::strtoull(sp, nullptr, 10);
     if (const char* ns = std::getenv("CUBEFORGE_GPT_STEP_NST")) sk_nst_force = std::max(2, std::atoi(ns));
+    if (const char* fl = std::getenv("CUBEFORGE_GPT_STEP_INFL")) sk_infl = std::max(0, std::atoi(fl));
     const char* tl_env = std::getenv("CUBEFORGE_GPT_STEP_TL");
     if (tl_env && std::string(tl_env) == "1") {
       sk_tl = dalloc<unsigned long long>(2 * sk_host[1].size() + 1);
@@ -923,6 +925,7 @@ struct CudaGptEngine::Impl {
     q.R = R;
     q.nst = sk_stages_for(R);
     if (sk_nst_force > 0) q.nst = std::min(q.nst, sk_nst_force);
+    q.infl = sk_infl;
     q.amaxs = sk_amaxs;
     q.eps = cfg.eps;
     q.tail = k.topp ? 0 : 1;

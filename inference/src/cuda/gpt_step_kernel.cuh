@@ -77,6 +77,8 @@ struct SkParams {
   int* host_tokens;
   unsigned long long* tl;  // diagnostics: block 0's %globaltimer per phase (after the wait, at its arrival) + the end, or null
   unsigned long long spin_limit;
+  int infl;           // > 0: the producer keeps at most this many copies in flight (a short DRAM queue, so the
+                      // latency-bound loads of a phase do not wait behind every block's whole ring)
 };
 
 __device__ __forceinline__ unsigned ld_acquire_u32(const unsigned* p) {
@@ -457,6 +459,10 @@ __global__ void __launch_bounds__(SK_THREADS, 1) step_kernel(const SkParams p) {
           for (int s = 0; s < spt; ++s, ++it) {
             const int slot = it % nst;
             if (it >= (unsigned)nst) mbar_wait(&empty[slot], ((it / nst) - 1) & 1u);
+            if (p.infl > 0 && it >= (unsigned)p.infl) {  // at most infl copies in flight (stage it - infl landed)
+              const unsigned o = it - (unsigned)p.infl;
+              mbar_wait(&full[o % nst], (o / nst) & 1u);
+            }
             mbar_expect_tx(&full[slot], SK_STAGE);
             bulk_g2s(ring + (size_t)slot * SK_STAGE, src + (size_t)s * (SK_STAGE / 2), SK_STAGE, &full[slot]);
           }
