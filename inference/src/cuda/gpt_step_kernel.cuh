@@ -104,6 +104,7 @@ __device__ __forceinline__ void sk_stage_mma(const unsigned char* stg, const bf1
   const bool has = g < R;
   const bf16* ah = act + (size_t)g * AST + k0 + t4 * 8;
   const bf16* al = act + (size_t)(R + g) * AST + k0 + t4 * 8;
+  float a2[4] = {0.f, 0.f, 0.f, 0.f}, b2[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll 3
   for (int c = 0; c < RING_SC; c += 2) {
     const uint4 w0 = *reinterpret_cast<const uint4*>(stg + c * 512 + lane * 16);
@@ -115,8 +116,16 @@ __device__ __forceinline__ void sk_stage_mma(const unsigned char* stg, const bf1
       h1 = *reinterpret_cast<const uint4*>(ah + (c + 1) * 32);
       l1 = *reinterpret_cast<const uint4*>(al + (c + 1) * 32);
     }
-    mma_chunk(a, h0, l0, w0);
-    mma_chunk(b, h1, l1, w1);
+    // the chunk's two k halves into different accumulators: four chains of 12 MMAs per stage instead of two of 24
+    mma_bf16_16816(a, h0.x, l0.x, h0.y, l0.y, w0.x, w0.y);
+    mma_bf16_16816(a2, h0.z, l0.z, h0.w, l0.w, w0.z, w0.w);
+    mma_bf16_16816(b, h1.x, l1.x, h1.y, l1.y, w1.x, w1.y);
+    mma_bf16_16816(b2, h1.z, l1.z, h1.w, l1.w, w1.z, w1.w);
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    a[i] += a2[i];
+    b[i] += b2[i];
   }
 }
 
