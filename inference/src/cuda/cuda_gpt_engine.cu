@@ -332,7 +332,7 @@ struct CudaGptEngine::Impl {
   unsigned long long* sk_tl = nullptr;
   unsigned long long sk_spin = 1ull << 22;  // polls of a phase wait before the kernel traps (a block never arrived)
   int sk_nst_force = 0;  // CUBEFORGE_GPT_STEP_NST: at most this many ring stages
-  int sk_infl = 0;       // CUBEFORGE_GPT_STEP_INFL: at most this many bulk copies in flight per block (0: the ring)
+  int sk_infl = 3;       // CUBEFORGE_GPT_STEP_INFL: at most this many bulk copies in flight per block (0: the ring)
 
   int R = 0, P = 0;
   bool cfg_on = false, prefilled = false;
@@ -900,8 +900,8 @@ struct CudaGptEngine::Impl {
     if (const char* fl = std::getenv("CUBEFORGE_GPT_STEP_INFL")) sk_infl = std::max(0, std::atoi(fl));
     const char* tl_env = std::getenv("CUBEFORGE_GPT_STEP_TL");
     if (tl_env && std::string(tl_env) == "1") {
-      sk_tl = dalloc<unsigned long long>(2 * sk_host[1].size() + 1);
-      CF_CUDA(cudaMemset(sk_tl, 0, (2 * sk_host[1].size() + 1) * sizeof(unsigned long long)));
+      sk_tl = dalloc<unsigned long long>(4 * sk_host[1].size() + 1);
+      CF_CUDA(cudaMemset(sk_tl, 0, (4 * sk_host[1].size() + 1) * sizeof(unsigned long long)));
     }
     sk_on = true;
   }
@@ -962,22 +962,25 @@ struct CudaGptEngine::Impl {
   void sk_report(bool causal) {
     if (!sk_tl) return;
     const std::vector<SkPhase>& v = sk_host[causal ? 1 : 0];
-    std::vector<unsigned long long> t(2 * v.size() + 1);
+    std::vector<unsigned long long> t(4 * v.size() + 1);
     CF_CUDA(cudaStreamSynchronize(stream));
     CF_CUDA(cudaMemcpy(t.data(), sk_tl, t.size() * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
     const char* names[6] = {"qkv", "attention", "o-proj", "gate/up", "down", "lm_head"};
-    double own[6] = {0, 0, 0, 0, 0, 0}, all[6] = {0, 0, 0, 0, 0, 0};
+    double part[6][5] = {};  // input, warp 0's work, the other warps after it, wait for the other blocks, whole
     int cnt[6] = {0, 0, 0, 0, 0, 0};
     for (size_t i = 0; i < v.size(); ++i) {
-      own[v[i].kind] += (double)(t[2 * i + 1] - t[2 * i]) / 1000.0;
-      all[v[i].kind] += (double)(t[2 * i + 2] - t[2 * i]) / 1000.0;
+      const unsigned long long* q = t.data() + 4 * i;
+      const double d[5] = {(q[1] - q[0]) / 1e3, (q[2] - q[1]) / 1e3, (q[3] - q[2]) / 1e3, (q[4] - q[3]) / 1e3,
+                           (q[4] - q[0]) / 1e3};
+      for (int k = 0; k < 5; ++k) part[v[i].kind][k] += d[k];
       ++cnt[v[i].kind];
     }
-    std::printf("fused step timeline (one step, block 0, us; phase = own work + wait for the others): total %.1f;",
-                (t.back() - t[0]) / 1000.0);
+    std::printf("fused step timeline (one step, block 0, us per phase: input + warp 0 + other warps + wait for the "
+                "other blocks): total %.1f;", (t.back() - t[0]) / 1000.0);
     for (int k = 0; k < 6; ++k)
-      if (cnt[k]) std::printf(" %s %.2f = %.2f + %.2f x %d;", names[k], all[k] / cnt[k], own[k] / cnt[k],
-                              (all[k] - own[k]) / cnt[k], cnt[k]);
+      if (cnt[k])
+        std::printf(" %s %.2f = %.2f + %.2f + %.2f + %.2f x %d;", names[k], part[k][4] / cnt[k], part[k][0] / cnt[k],
+                    part[k][1] / cnt[k], part[k][2] / cnt[k], part[k][3] / cnt[k], cnt[k]);
     std::printf("\n");
   }
 

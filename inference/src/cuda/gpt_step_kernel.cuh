@@ -75,7 +75,7 @@ struct SkParams {
   const float* wte;
   int* tokens;
   int* host_tokens;
-  unsigned long long* tl;  // diagnostics: block 0's %globaltimer per phase (after the wait, at its arrival) + the end, or null
+  unsigned long long* tl;  // diagnostics: block 0's %globaltimer per phase (after the wait, input staged, warp 0 done, arrival) + the end
   unsigned long long spin_limit;
   int infl;           // > 0: the producer keeps at most this many copies in flight (a short DRAM queue, so the
                       // latency-bound loads of a phase do not wait behind every block's whole ring)
@@ -500,7 +500,7 @@ __global__ void __launch_bounds__(SK_THREADS, 1) step_kernel(const SkParams p) {
       }
       sk_bar();
     }
-    if (p.tl && b == 0 && threadIdx.x == 0) p.tl[2 * pi] = gtimer();
+    if (p.tl && b == 0 && threadIdx.x == 0) p.tl[4 * pi] = gtimer();
     // the phase's input in shared memory
     if (ph.kind == SK_QKV || ph.kind == SK_GATEUP || ph.kind == SK_LM) {
       sk_ln(p.x, R, p.eps, act);
@@ -512,6 +512,7 @@ __global__ void __launch_bounds__(SK_THREADS, 1) step_kernel(const SkParams p) {
       sk_stage_in(p.hbuf, p.hbuf_lo, R, F, act);
       sk_bar();
     }
+    if (p.tl && b == 0 && threadIdx.x == 0) p.tl[4 * pi + 1] = gtimer();
     float bv = -INFINITY;  // lm_head: this warp's running best of variation lane / 4
     int bi = 0x7fffffff;
     if (ph.kind == SK_ATTN) {
@@ -601,6 +602,7 @@ __global__ void __launch_bounds__(SK_THREADS, 1) step_kernel(const SkParams p) {
       }
       it_base += (unsigned)(n * spt);
     }
+    if (p.tl && b == 0 && threadIdx.x == 0) p.tl[4 * pi + 2] = gtimer();  // warp 0's own tiles / items done
     const bool final_phase = pi == p.nph - 1;
     if (final_phase) {  // lm_head: the warps' bests -> the block's partial
       if ((lane & 3) == 0 && (lane >> 2) < MAXP) {
@@ -626,7 +628,7 @@ __global__ void __launch_bounds__(SK_THREADS, 1) step_kernel(const SkParams p) {
     }
     sk_bar();
     if (threadIdx.x == 0) {
-      if (p.tl && b == 0) p.tl[2 * pi + 1] = gtimer();
+      if (p.tl && b == 0) p.tl[4 * pi + 3] = gtimer();
       __threadfence();
       const unsigned prev = atomicAdd(p.counter, 1u);
       int last = 0;
@@ -640,7 +642,7 @@ __global__ void __launch_bounds__(SK_THREADS, 1) step_kernel(const SkParams p) {
       sk_bar();
       if (flag[0]) {  // every block has arrived: the step's token, the next embedding, the position
         const int P = ctl->P;
-        if (p.tl) p.tl[2 * p.nph] = gtimer();
+        if (p.tl) p.tl[4 * p.nph] = gtimer();
         if (p.tail) {
           if (warp < P) {
             const int bi2 = warp_argmax_partials(p.lm_val + warp * G, p.lm_idx + warp * G, G);
