@@ -16,6 +16,12 @@
 // warps, one stage each, and reduced through shared memory. Attention items are (row, head, 16-key split), one warp
 // each; the last split of a (row, head) combines them (as attn_decode_kernel). Numerics follow the per-kernel path
 // (fp32 activations as bf16 hi + lo MMA operands, fp32 epilogues, bf16 KV cache); only summation orders differ.
+//
+// Status (session 9, one H200): correct (cuda-check v0.1 1.161e-2 against fp32, graph = eager bitwise, memcheck
+// clean) but slower than the per-kernel path: TPOT 1.14 ms against 0.98 ms. Each of the five dependent phases per
+// layer still pays ~4-6 us of grid barrier, imbalance and L2 round trips, as a kernel boundary did; L2 prefetch
+// ahead of the ring, other ring depths and early key/value loads measured slower (docs/cuda-gpt.md, session 9).
+// Opt-in only: CUBEFORGE_GPT_STEP=1.
 #pragma once
 #include "gpt_kernels.cuh"
 
@@ -75,7 +81,8 @@ struct SkParams {
   const float* wte;
   int* tokens;
   int* host_tokens;
-  unsigned long long* tl;  // diagnostics: block 0's %globaltimer per phase (after the wait, input staged, warp 0 done, arrival) + the end
+  unsigned long long* tl;  // diagnostics: block 0's %globaltimer per phase (after the wait, input staged, warp 0
+                           // done, arrival) and at the end of the step, or null
   unsigned long long spin_limit;
   int infl;           // > 0: the producer keeps at most this many copies in flight (a short DRAM queue, so the
                       // latency-bound loads of a phase do not wait behind every block's whole ring)
@@ -95,9 +102,9 @@ __device__ __forceinline__ void sk_my_tiles(const SkPhase& ph, int b, int G, int
 }
 __device__ __forceinline__ int sk_stages_per_tile(const SkPhase& ph) { return ph.ntile * ph.K / 768; }
 
-// One 12 KB stage of 24 chunks (32 columns each) of one 8-row group: MMAs into two accumulators (alternating chunks,
-// two independent chains), activations hi rows [R][AST] then lo rows [R][AST] in shared memory (act), chunk columns
-// starting at k0.
+// One 12 KB stage of 24 chunks (32 columns each) of one 8-row group: MMAs into a / b (alternating chunks), each
+// chunk's two k halves into different accumulators (four independent chains); activations: hi rows [R][AST] then
+// lo rows [R][AST] in shared memory (act), chunk columns starting at k0.
 __device__ __forceinline__ void sk_stage_mma(const unsigned char* stg, const bf16* act, int AST, int R, int k0,
                                              float (&a)[4], float (&b)[4]) {
   const int lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
@@ -425,7 +432,7 @@ __device__ __forceinline__ void sk_lm_epilogue(const SkParams& p, const float (&
 }
 
 __global__ void __launch_bounds__(SK_THREADS, 1) step_kernel(const SkParams p) {
-  extern __shared__ __align__(128) unsigned char smem[];
+  extern __shared__ __align__(16) unsigned char smem[];
   const int nst = p.nst, R = p.R, G = gridDim.x, b = blockIdx.x;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   unsigned char* ring = smem;
