@@ -332,6 +332,7 @@ struct CudaGptEngine::Impl {
   unsigned long long* sk_tl = nullptr;
   unsigned long long sk_spin = 1ull << 22;  // polls of a phase wait before the kernel traps (a block never arrived)
   int sk_nst_force = 0;  // CUBEFORGE_GPT_STEP_NST: at most this many ring stages
+  int sk_diag = 0;       // CUBEFORGE_GPT_STEP_DIAG (timing only, wrong outputs): 1 barriers only, 2 no waits
   int sk_infl = 3;       // CUBEFORGE_GPT_STEP_INFL: at most this many bulk copies in flight per block (0: the ring)
 
   int R = 0, P = 0;
@@ -898,6 +899,7 @@ struct CudaGptEngine::Impl {
     if (const char* sp = std::getenv("CUBEFORGE_GPT_STEP_SPIN")) sk_spin = std::strtoull(sp, nullptr, 10);
     if (const char* ns = std::getenv("CUBEFORGE_GPT_STEP_NST")) sk_nst_force = std::max(2, std::atoi(ns));
     if (const char* fl = std::getenv("CUBEFORGE_GPT_STEP_INFL")) sk_infl = std::max(0, std::atoi(fl));
+    if (const char* dg = std::getenv("CUBEFORGE_GPT_STEP_DIAG")) sk_diag = std::atoi(dg) & 3;
     const char* tl_env = std::getenv("CUBEFORGE_GPT_STEP_TL");
     if (tl_env && std::string(tl_env) == "1") {
       sk_tl = dalloc<unsigned long long>(4 * sk_host[1].size() + 1);
@@ -926,6 +928,7 @@ struct CudaGptEngine::Impl {
     q.nst = sk_stages_for(R);
     if (sk_nst_force > 0) q.nst = std::min(q.nst, sk_nst_force);
     q.infl = sk_infl;
+    q.diag = sk_diag;
     q.amaxs = sk_amaxs;
     q.eps = cfg.eps;
     q.tail = k.topp ? 0 : 1;

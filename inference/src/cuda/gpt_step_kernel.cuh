@@ -86,6 +86,8 @@ struct SkParams {
   unsigned long long spin_limit;
   int infl;           // > 0: the producer keeps at most this many copies in flight (a short DRAM queue, so the
                       // latency-bound loads of a phase do not wait behind every block's whole ring)
+  int diag;           // timing diagnostics (wrong outputs): 1 = barriers only (no weights, no work; token 0),
+                      // 2 = no waits between phases (every block runs through its work; token 0)
 };
 
 __device__ __forceinline__ unsigned ld_acquire_u32(const unsigned* p) {
@@ -461,7 +463,7 @@ __global__ void __launch_bounds__(SK_THREADS, 1) step_kernel(const SkParams p) {
   __syncthreads();  // the only whole-block barrier: the producer warp joins no other
 
   if (warp == SK_NW) {  // ---- producer: the block's weight stages, in consumption order, for the whole step ----
-    if (lane == 0) {
+    if (lane == 0 && !(p.diag & 1)) {
       unsigned it = 0;
       for (int pi = 0; pi < p.nph; ++pi) {
         const SkPhase& ph = p.ph[pi];
@@ -497,7 +499,8 @@ __global__ void __launch_bounds__(SK_THREADS, 1) step_kernel(const SkParams p) {
   unsigned it_base = 0;
   for (int pi = 0; pi < p.nph; ++pi) {
     const SkPhase ph = p.ph[pi];
-    if (pi > 0) {  // all blocks have published phase pi - 1
+    const bool work = !(p.diag & 1);
+    if (pi > 0 && !(p.diag & 2)) {  // all blocks have published phase pi - 1
       if (threadIdx.x == 0) {
         const unsigned target = (unsigned)pi * (unsigned)G;
         unsigned long long n = 0;
@@ -509,7 +512,8 @@ __global__ void __launch_bounds__(SK_THREADS, 1) step_kernel(const SkParams p) {
     }
     if (p.tl && b == 0 && threadIdx.x == 0) p.tl[4 * pi] = gtimer();
     // the phase's input in shared memory
-    if (ph.kind == SK_QKV || ph.kind == SK_GATEUP || ph.kind == SK_LM) {
+    if (!work) {
+    } else if (ph.kind == SK_QKV || ph.kind == SK_GATEUP || ph.kind == SK_LM) {
       sk_ln(p.x, R, p.eps, act);
       sk_bar();
     } else if (ph.kind == SK_OPROJ) {
@@ -522,7 +526,8 @@ __global__ void __launch_bounds__(SK_THREADS, 1) step_kernel(const SkParams p) {
     if (p.tl && b == 0 && threadIdx.x == 0) p.tl[4 * pi + 1] = gtimer();
     float bv = -INFINITY;  // lm_head: this warp's running best of variation lane / 4
     int bi = 0x7fffffff;
-    if (ph.kind == SK_ATTN) {
+    if (!work) {
+    } else if (ph.kind == SK_ATTN) {
       const int cur = ph.coff + pos, L = cur + 1, nsplit = (L + SK_ACH - 1) / SK_ACH, items = R * H * nsplit;
       for (int i = b + G * warp; i < items; i += G * SK_NW) sk_attn_item(p, ph, i, nsplit, L, cur, pos, qs, kcur, vcur);
     } else {
@@ -653,7 +658,7 @@ __global__ void __launch_bounds__(SK_THREADS, 1) step_kernel(const SkParams p) {
         if (p.tail) {
           if (warp < P) {
             const int bi2 = warp_argmax_partials(p.lm_val + warp * G, p.lm_idx + warp * G, G);
-            if (lane == 0) flag[1 + warp] = ctl->forced ? ctl->forced_tok[warp] : bi2;
+            if (lane == 0) flag[1 + warp] = p.diag ? 0 : ctl->forced ? ctl->forced_tok[warp] : bi2;
           }
           sk_bar();
           emit_tokens(flag + 1, 0, P, ctl, pos, p.wte, p.x, p.stats, p.tokens, p.host_tokens, SK_NW * 32);
