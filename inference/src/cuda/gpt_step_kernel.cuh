@@ -21,7 +21,8 @@
 // clean) but slower than the per-kernel path: TPOT 1.14 ms against 0.98 ms. Each of the five dependent phases per
 // layer still pays ~4-6 us of grid barrier, imbalance and L2 round trips, as a kernel boundary did; L2 prefetch
 // ahead of the ring, other ring depths and early key/value loads measured slower (docs/cuda-gpt.md, session 9).
-// Opt-in only: CUBEFORGE_GPT_STEP=1.
+// The grid barriers alone cost 0.18 ms per step; with no waits at all the blocks' own chains still take 0.89 ms
+// (CUBEFORGE_GPT_STEP_DIAG 1 / 2). Opt-in only: CUBEFORGE_GPT_STEP=1.
 #pragma once
 #include "gpt_kernels.cuh"
 
