@@ -316,9 +316,8 @@ struct CudaGptEngine::Impl {
                             // griddepcontrol.wait; variant bit 31 (a negative --variant) = the session-7 path
 
   // Fused decode step (gpt_step_kernel.cuh): one persistent kernel per decode step for R <= SK_RMAX rows (steps
-  // after step 0). Opt-in (CUBEFORGE_GPT_STEP=1): measured slower than the per-kernel path (session 9: 1.17 vs
-  // 0.99 ms, docs/cuda-gpt-notes.md). CUBEFORGE_GPT_STEP_TL=1 prints per-phase times, CUBEFORGE_GPT_STEP_NST caps
-  // the ring depth.
+  // after step 0). Opt-in (CUBEFORGE_GPT_STEP=1): measured slower than the per-kernel path (session 9: 1.14 vs
+  // 0.98 ms, docs/cuda-gpt.md). CUBEFORGE_GPT_STEP_TL=1 prints per-phase times; the knobs below are read at load.
   bool sk_on = false;
   int sk_nst = 0;
   size_t sk_smem = 0;
