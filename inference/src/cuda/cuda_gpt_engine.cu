@@ -319,8 +319,6 @@ struct CudaGptEngine::Impl {
   // after step 0). Opt-in (CUBEFORGE_GPT_STEP=1): measured slower than the per-kernel path (session 9: 1.14 vs
   // 0.98 ms, docs/cuda-gpt.md). CUBEFORGE_GPT_STEP_TL=1 prints per-phase times; the knobs below are read at load.
   bool sk_on = false;
-  bool mlp_on = false;         // CUBEFORGE_GPT_STEP=mlp: only each block's gate/up + down run as one fused kernel
-  SkPhase* mlp_ph = nullptr;   // [add2 none / the single-block constant][layer 0..L (L = single block)][2 phases]
   int sk_nst = 0;
   size_t sk_smem = 0;
   SkPhase* sk_ph[2] = {nullptr, nullptr};  // phase tables: reference single block, causal single block
@@ -793,7 +791,6 @@ struct CudaGptEngine::Impl {
       else if (pipe) GemvOprojP::run(o, stream, pdl, nsm, per_sm, act_stage);
       else GemvOproj::run(o, stream, pdl, nsm, per_sm, act_stage);
     }
-    if (!save_y && mlp_enqueue(w, add2)) return;
     GemvParams g = base_params();
     g.W = w.x_gu;
     g.N = 2 * F;
@@ -878,8 +875,7 @@ struct CudaGptEngine::Impl {
   // kernel's shared-memory size (the ring gets what the staged inputs leave).
   void sk_setup(int cc_major) {
     const char* env = std::getenv("CUBEFORGE_GPT_STEP");
-    const std::string mode = env ? env : "";
-    if ((mode != "1" && mode != "mlp") || cc_major < 9 || !blocked || !split_dec || diag_l2w || diag_no_attn ||
+    if (!env || std::string(env) != "1" || cc_major < 9 || !blocked || !split_dec || diag_l2w || diag_no_attn ||
         ring)
       return;
     const int rs = std::min(Rmax, SK_RMAX);
@@ -908,34 +904,6 @@ struct CudaGptEngine::Impl {
       sk_tl = dalloc<unsigned long long>(4 * sk_host[1].size() + 1);
       CF_CUDA(cudaMemset(sk_tl, 0, (4 * sk_host[1].size() + 1) * sizeof(unsigned long long)));
     }
-    if (mode == "mlp") {  // per layer [gate/up, down], with and without the single block's constant as add2
-      std::vector<SkPhase> t;
-      for (int a = 0; a < 2; ++a)
-        for (int l = 0; l <= L; ++l) {
-          const LayerW& w = l < L ? layers[l] : single;
-          SkPhase g = {}, d = {};
-          g.kind = SK_GATEUP;
-          g.W = w.x_gu;
-          g.K = D;
-          g.ntile = 2;
-          g.tiles = 2 * F / 16;
-          g.bias = w.x_gub;
-          d.kind = SK_DOWN;
-          d.W = w.x_dn;
-          d.K = F;
-          d.ntile = 1;
-          d.tiles = D / 8;
-          d.off = g.tiles % nsm;
-          d.bias = w.x_dnb;
-          d.add2 = a ? sconst : nullptr;
-          t.push_back(g);
-          t.push_back(d);
-        }
-      mlp_ph = dalloc<SkPhase>(t.size());
-      CF_CUDA(cudaMemcpy(mlp_ph, t.data(), t.size() * sizeof(SkPhase), cudaMemcpyHostToDevice));
-      mlp_on = true;
-      return;
-    }
     sk_on = true;
   }
   bool sk_use(const StepKind& k) const { return sk_on && !k.step0 && R <= SK_RMAX; }
@@ -950,31 +918,7 @@ struct CudaGptEngine::Impl {
     return (int)std::min<size_t>(SK_MAXST, ((size_t)smem_optin - sk_fixed() - sk_act(r)) / (SK_STAGE + 16));
   }
 
-  // A layer's gate/up + down as one fused kernel between the per-kernel GEMVs (CUBEFORGE_GPT_STEP=mlp), launched
-  // with PDL; it also writes the LN partial stats the next per-kernel LN prologue reads.
-  bool mlp_enqueue(const LayerW& w, const float* add2) {
-    if (!mlp_on || R > SK_RMAX || (add2 && add2 != sconst)) return false;
-    const int l = &w == &single ? L : (int)(&w - layers.data());
-    SkParams q = sk_params(StepKind{false, false, false});
-    q.ph = mlp_ph + 2 * ((add2 ? 1 : 0) * (L + 1) + l);
-    q.nph = 2;
-    q.tail = 0;
-    q.stats_out = stats;
-    q.tl = nullptr;
-    launch(step_kernel, dim3(nsm), dim3(SK_THREADS), sk_smem_for(R, q.nst), stream, opts.pdl, q);
-    return true;
-  }
-
   void sk_enqueue(const StepKind& k) {
-    SkParams q = sk_params(k);
-    launch(step_kernel, dim3(nsm), dim3(SK_THREADS), sk_smem_for(R, q.nst), stream, false, q);
-    if (k.topp) {
-      ToppParams t = {ctl, dyn, guided, wte, x, stats, tokens, h_tokens_dev};
-      launch(topp_kernel, dim3(P), dim3(TOPP_THREADS), 0, stream, false, t);
-    }
-  }
-
-  SkParams sk_params(const StepKind& k) const {
     const int c = k.causal ? 1 : 0;
     SkParams q = {};
     q.ph = sk_ph[c];
@@ -1009,7 +953,11 @@ struct CudaGptEngine::Impl {
     q.host_tokens = h_tokens_dev;
     q.tl = sk_tl;
     q.spin_limit = sk_spin;
-    return q;
+    launch(step_kernel, dim3(nsm), dim3(SK_THREADS), sk_smem_for(R, q.nst), stream, false, q);
+    if (k.topp) {
+      ToppParams t = {ctl, dyn, guided, wte, x, stats, tokens, h_tokens_dev};
+      launch(topp_kernel, dim3(P), dim3(TOPP_THREADS), 0, stream, false, t);
+    }
   }
 
   // Per-phase-kind time of the last fused step (block 0's view: from passing one phase's wait to the next).
@@ -1333,9 +1281,9 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
   m.alloc_buffers();
   m.sk_setup(prop.major);
   CF_CUDA(cudaDeviceSynchronize());  // legacy-stream memsets/copies of alloc_buffers() complete before any kernel
-  if (opts.verbose && (m.sk_on || m.mlp_on))
-    std::fprintf(stderr, "cubeforge cuda: decode step: fused %s (<= %d rows, %d ring stages of 12 KB per SM at %d rows, "
-                         "%zu KB of shared memory)\n", m.sk_on ? "(one kernel per step)" : "gate/up + down per block",
+  if (opts.verbose && m.sk_on)
+    std::fprintf(stderr, "cubeforge cuda: decode step: fused (one kernel per step for <= %d rows, %d ring stages of "
+                         "12 KB per SM at %d rows, %zu KB of shared memory)\n",
                  SK_RMAX, m.sk_nst, std::min(m.Rmax, SK_RMAX), m.sk_smem >> 10);
   if (opts.verbose)
     std::fprintf(stderr,

@@ -87,8 +87,6 @@ struct SkParams {
   unsigned long long spin_limit;
   int infl;           // > 0: the producer keeps at most this many copies in flight (a short DRAM queue, so the
                       // latency-bound loads of a phase do not wait behind every block's whole ring)
-  float* stats_out;   // non-null (MLP-only use between per-kernel GEMVs): the down-proj also writes the new x's
-                      // per-8-column (sum, sum of squares), which the next per-kernel LN prologue reads
   int diag;           // timing diagnostics (wrong outputs): 1 = barriers only (no weights, no work; token 0),
                       // 2 = no waits between phases (every block runs through its work; token 0)
 };
@@ -494,8 +492,6 @@ __global__ void __launch_bounds__(SK_THREADS, 1) step_kernel(const SkParams p) {
   }
 
   // ---- consumers ----
-  pdl_wait();  // launched with PDL between per-kernel GEMVs (MLP-only use): the predecessor's x is complete
-  pdl_trigger();
   const int pos = __ldcg(&p.dyn->pos);
   const Ctl* ctl = p.ctl;
   float* qs = wsc + warp * 3 * HD;
@@ -549,7 +545,6 @@ __global__ void __launch_bounds__(SK_THREADS, 1) step_kernel(const SkParams p) {
           rb[(warp * 32 + lane) * 2] = (a[0] + c[0]) + (a[2] + c[2]);
           rb[(warp * 32 + lane) * 2 + 1] = (a[1] + c[1]) + (a[3] + c[3]);
           sk_bar();
-          float xs[2] = {0.f, 0.f};
           if (warp == 0 && g < R) {
 #pragma unroll
             for (int i = 0; i < 2; ++i) {
@@ -561,16 +556,7 @@ __global__ void __launch_bounds__(SK_THREADS, 1) step_kernel(const SkParams p) {
               xv = xv + (y + bf(ph.bias[col]));
               if (ph.add2) xv = xv + __ldcg(ph.add2 + (size_t)g * D + col);
               p.x[(size_t)g * D + col] = xv;
-              xs[i] = xv;
             }
-          }
-          if (p.stats_out && warp == 0) {  // the tile's 8 columns are spread over the 4 lanes of a quad
-            float su = xs[0] + xs[1], sq = xs[0] * xs[0] + xs[1] * xs[1];
-            su += __shfl_xor_sync(0xffffffffu, su, 1);
-            sq += __shfl_xor_sync(0xffffffffu, sq, 1);
-            su += __shfl_xor_sync(0xffffffffu, su, 2);
-            sq += __shfl_xor_sync(0xffffffffu, sq, 2);
-            if (g < R && t4 == 0) reinterpret_cast<float2*>(p.stats_out)[(size_t)g * NSLOT + t] = make_float2(su, sq);
           }
         }
       } else {
@@ -631,7 +617,7 @@ __global__ void __launch_bounds__(SK_THREADS, 1) step_kernel(const SkParams p) {
     }
     if (p.tl && b == 0 && threadIdx.x == 0) p.tl[4 * pi + 2] = gtimer();  // warp 0's own tiles / items done
     const bool final_phase = pi == p.nph - 1;
-    if (final_phase && ph.kind == SK_LM) {  // lm_head: the warps' bests -> the block's partial
+    if (final_phase) {  // lm_head: the warps' bests -> the block's partial
       if ((lane & 3) == 0 && (lane >> 2) < MAXP) {
         lmv[warp * MAXP + (lane >> 2)] = bv;
         lmi[warp * MAXP + (lane >> 2)] = bi;
@@ -670,7 +656,7 @@ __global__ void __launch_bounds__(SK_THREADS, 1) step_kernel(const SkParams p) {
       if (flag[0]) {  // every block has arrived: the step's token, the next embedding, the position
         const int P = ctl->P;
         if (p.tl) p.tl[4 * p.nph] = gtimer();
-        if (p.tail && ph.kind == SK_LM) {
+        if (p.tail) {
           if (warp < P) {
             const int bi2 = warp_argmax_partials(p.lm_val + warp * G, p.lm_idx + warp * G, G);
             if (lane == 0) flag[1 + warp] = p.diag ? 0 : ctl->forced ? ctl->forced_tok[warp] : bi2;
