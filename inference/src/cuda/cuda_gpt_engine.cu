@@ -319,8 +319,6 @@ struct CudaGptEngine::Impl {
   // after step 0). Opt-in (CUBEFORGE_GPT_STEP=1): measured slower than the per-kernel path (session 9: 1.14 vs
   // 0.98 ms, docs/cuda-gpt.md). CUBEFORGE_GPT_STEP_TL=1 prints per-phase times; the knobs below are read at load.
   bool sk_on = false;
-  int sk_nst = 0;
-  size_t sk_smem = 0;
   SkPhase* sk_ph[2] = {nullptr, nullptr};  // phase tables: reference single block, causal single block
   std::vector<SkPhase> sk_host[2];
   unsigned* sk_counter = nullptr;
@@ -882,8 +880,6 @@ struct CudaGptEngine::Impl {
     sk_amaxs = (std::max(Tdual, N) + SK_ACH - 1) / SK_ACH;
     if (sk_amaxs > SK_MAXSPLIT) return;  // sequences beyond ~1500 slots: the per-kernel path
     if ((size_t)smem_optin < sk_smem_for(rs, 4)) return;
-    sk_nst = sk_stages_for(rs);
-    sk_smem = sk_smem_for(rs, sk_nst);
     CF_CUDA(cudaFuncSetAttribute(step_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_optin));
     for (int c = 0; c < 2; ++c) {
       sk_host[c] = sk_build(c == 1);
@@ -1281,10 +1277,12 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
   m.alloc_buffers();
   m.sk_setup(prop.major);
   CF_CUDA(cudaDeviceSynchronize());  // legacy-stream memsets/copies of alloc_buffers() complete before any kernel
-  if (opts.verbose && m.sk_on)
+  if (opts.verbose && m.sk_on) {
+    const int rs = std::min(m.Rmax, SK_RMAX), nst = m.sk_stages_for(rs);
     std::fprintf(stderr, "cubeforge cuda: decode step: fused (one kernel per step for <= %d rows, %d ring stages of "
                          "12 KB per SM at %d rows, %zu KB of shared memory)\n",
-                 SK_RMAX, m.sk_nst, std::min(m.Rmax, SK_RMAX), m.sk_smem >> 10);
+                 SK_RMAX, nst, rs, Impl::sk_smem_for(rs, nst) >> 10);
+  }
   if (opts.verbose)
     std::fprintf(stderr,
                  "cubeforge cuda: %s: weights %.2f GiB (bf16 arena, wte fp32), KV cache %.2f GiB for %d rows, "

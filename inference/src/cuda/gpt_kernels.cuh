@@ -232,28 +232,23 @@ __device__ __forceinline__ void cbar() {
   else asm volatile("bar.sync %0, %1;" ::"n"(BAR), "n"(NTHR) : "memory");
 }
 
+// The argmax rule of the lm_head tails: (v, i) replaces (bv, bi) if larger, or equal with a smaller index.
+__device__ __forceinline__ void argmax_take(float v, int i, float& bv, int& bi) {
+  if (v > bv || (v == bv && i < bi)) {
+    bv = v;
+    bi = i;
+  }
+}
+
 // Index of the best of n argmax partials (values vals[0..n), indices idx[0..n), written by other blocks: read from
 // L2) by one warp: the larger value, then the smaller index. Every lane returns it.
 __device__ __forceinline__ int warp_argmax_partials(const float* vals, const int* idx, int n) {
   float best = -INFINITY;
   int bi = 0x7fffffff;
-  for (int b = threadIdx.x & 31; b < n; b += 32) {
-    const float v = __ldcg(vals + b);
-    const int i = __ldcg(idx + b);
-    if (v > best || (v == best && i < bi)) {
-      best = v;
-      bi = i;
-    }
-  }
+  for (int b = threadIdx.x & 31; b < n; b += 32) argmax_take(__ldcg(vals + b), __ldcg(idx + b), best, bi);
 #pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-    const float v = __shfl_xor_sync(0xffffffffu, best, o);
-    const int i = __shfl_xor_sync(0xffffffffu, bi, o);
-    if (v > best || (v == best && i < bi)) {
-      best = v;
-      bi = i;
-    }
-  }
+  for (int o = 16; o > 0; o >>= 1)
+    argmax_take(__shfl_xor_sync(0xffffffffu, best, o), __shfl_xor_sync(0xffffffffu, bi, o), best, bi);
   return bi;
 }
 

@@ -171,16 +171,15 @@ __device__ __forceinline__ void sk_ln(const float* x, int R, float eps, bf16* ac
   float s = 0.f;  // per-lane fp32 partials (48 values), summed over the warp in fp64
 #pragma unroll
   for (int i = 0; i < PER; ++i) s += (v[i].x + v[i].y) + (v[i].z + v[i].w);
-  const double mean = warp_sum_d((double)s) / D;
-  const float mf0 = (float)mean;
+  const float mf = (float)(warp_sum_d((double)s) / D);
   float q = 0.f;
 #pragma unroll
   for (int i = 0; i < PER; ++i) {
-    const float a = v[i].x - mf0, b = v[i].y - mf0, c = v[i].z - mf0, d = v[i].w - mf0;
+    const float a = v[i].x - mf, b = v[i].y - mf, c = v[i].z - mf, d = v[i].w - mf;
     q += (a * a + b * b) + (c * c + d * d);
   }
   const double var = warp_sum_d((double)q) / D;
-  const float mf = (float)mean, rs = (float)(1.0 / sqrt(var + (double)eps));
+  const float rs = (float)(1.0 / sqrt(var + (double)eps));
 #pragma unroll
   for (int i = 0; i < PER; ++i) {
     const float y0 = (v[i].x - mf) * rs, y1 = (v[i].y - mf) * rs, y2 = (v[i].z - mf) * rs, y3 = (v[i].w - mf) * rs;
@@ -235,6 +234,15 @@ __device__ __forceinline__ float4 sk_norm_rope(float4 r, float4 w, float2 c0, fl
 // the current slot normalises and caches its key and value (bf16) and uses the cached values. Every key and value
 // load of the item is issued before its first use (8 KB per warp in flight: 64 registers per lane). Partials go to
 // apart; the last split of (r, h) to arrive combines them, as attn_decode_kernel does.
+// A lane's 4 output dims o * inv (hi + lo parts) at att[oi .. oi + 3].
+__device__ __forceinline__ void sk_store_out(const SkParams& p, size_t oi, float o0, float o1, float o2, float o3,
+                                             float inv) {
+  split_store(p.att, p.att_lo, oi, o0 * inv);
+  split_store(p.att, p.att_lo, oi + 1, o1 * inv);
+  split_store(p.att, p.att_lo, oi + 2, o2 * inv);
+  split_store(p.att, p.att_lo, oi + 3, o3 * inv);
+}
+
 constexpr int SK_ACH = 16;        // keys per attention item
 constexpr int SK_MAXSPLIT = 96;   // splits per (row, head) the combine holds (3 per lane)
 __device__ __forceinline__ void sk_attn_item(const SkParams& p, const SkPhase& ph, int item, int nsplit, int L,
@@ -318,11 +326,7 @@ __device__ __forceinline__ void sk_attn_item(const SkParams& p, const SkPhase& p
   }
   const size_t oi = (size_t)r * D + h * HD + lane * 4;
   if (nsplit == 1) {
-    const float inv = 1.f / l;
-    split_store(p.att, p.att_lo, oi, o0 * inv);
-    split_store(p.att, p.att_lo, oi + 1, o1 * inv);
-    split_store(p.att, p.att_lo, oi + 2, o2 * inv);
-    split_store(p.att, p.att_lo, oi + 3, o3 * inv);
+    sk_store_out(p, oi, o0, o1, o2, o3, 1.f / l);
     return;
   }
   float* parts = p.apart + (size_t)(r * H + h) * p.amaxs * (HD + 2);
@@ -381,11 +385,7 @@ __device__ __forceinline__ void sk_attn_item(const SkParams& p, const SkPhase& p
       }
     }
   }
-  const float inv = 1.f / Ls;
-  split_store(p.att, p.att_lo, oi, O0 * inv);
-  split_store(p.att, p.att_lo, oi + 1, O1 * inv);
-  split_store(p.att, p.att_lo, oi + 2, O2 * inv);
-  split_store(p.att, p.att_lo, oi + 3, O3 * inv);
+  sk_store_out(p, oi, O0, O1, O2, O3, 1.f / Ls);
   if (lane == 0) p.acnt[r * H + h] = 0;
 }
 
@@ -420,18 +420,9 @@ __device__ __forceinline__ void sk_lm_epilogue(const SkParams& p, const float (&
     ti = col0 + 1;
   }
 #pragma unroll
-  for (int o = 1; o <= 2; o <<= 1) {
-    const float v = __shfl_xor_sync(0xffffffffu, tv, o);
-    const int i = __shfl_xor_sync(0xffffffffu, ti, o);
-    if (v > tv || (v == tv && i < ti)) {
-      tv = v;
-      ti = i;
-    }
-  }
-  if (tv > bv || (tv == bv && ti < bi)) {
-    bv = tv;
-    bi = ti;
-  }
+  for (int o = 1; o <= 2; o <<= 1)
+    argmax_take(__shfl_xor_sync(0xffffffffu, tv, o), __shfl_xor_sync(0xffffffffu, ti, o), tv, ti);
+  argmax_take(tv, ti, bv, bi);
 }
 
 __global__ void __launch_bounds__(SK_THREADS, 1) step_kernel(const SkParams p) {
@@ -627,14 +618,7 @@ __global__ void __launch_bounds__(SK_THREADS, 1) step_kernel(const SkParams p) {
       if ((int)threadIdx.x < P) {
         float v = lmv[threadIdx.x];
         int i = lmi[threadIdx.x];
-        for (int w = 1; w < SK_NW; ++w) {
-          const float v2 = lmv[w * MAXP + threadIdx.x];
-          const int i2 = lmi[w * MAXP + threadIdx.x];
-          if (v2 > v || (v2 == v && i2 < i)) {
-            v = v2;
-            i = i2;
-          }
-        }
+        for (int w = 1; w < SK_NW; ++w) argmax_take(lmv[w * MAXP + threadIdx.x], lmi[w * MAXP + threadIdx.x], v, i);
         p.lm_val[threadIdx.x * G + b] = v;
         p.lm_idx[threadIdx.x * G + b] = i;
       }
