@@ -835,8 +835,33 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
 // also before griddepcontrol.wait, so the kernel is still one round. The items then run one after the other (MMAs
 // of item j, its reduction, then item j + 1; the LN input sits in shared memory, so re-reading its fragments per
 // item is cheap) to keep one accumulator set live. Per item the same sums in the same order: bitwise equal.
-template <int K, int NTILE, int NW, int KSPLIT, int EPI, int MAXT, int NSM = 0>
-__global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
+// Session 10: the kernel is split into gemv1_load (the weights of items [j0, j1) of this block) and gemv1_body
+// (everything after griddepcontrol.wait), so the merged MLP kernel (mlp1_kernel) can run gate/up and the down-proj
+// in one launch. after_mma(j) is called once item j's register weights are consumed (its set is free).
+template <int K, int NTILE, int NW, int KSPLIT, int MAXT, int NSM>
+using Gemv1Regs = uint4[MAXT - NSM][K / KSPLIT / (32 * NW)][NTILE];
+template <int K, int NTILE, int NW, int KSPLIT, int MAXT, int NSM>
+__device__ __forceinline__ void gemv1_load(const GemvParams& p, Gemv1Regs<K, NTILE, NW, KSPLIT, MAXT, NSM>& w,
+                                           uint4* ws, int j0, int j1) {
+  constexpr int CPW = K / KSPLIT / (32 * NW), NR = MAXT - NSM, NTHR = NW * 32;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
+  const int total = (p.N + 8 * NTILE - 1) / (8 * NTILE) * KSPLIT, G = gridDim.x;
+  const uint64_t pol = p.evict_first ? policy_evict_first() : 0;
+#pragma unroll
+  for (int j = 0; j < MAXT; ++j) {
+    if (j < j0 || j >= j1 || (int)blockIdx.x + j * G >= total) continue;
+    if (j < NR)
+      gemv_load_w<K, NTILE, NW, KSPLIT>(w[j < NR ? j : 0], p.W, p.N, blockIdx.x + j * G, warp, g, t4, p.blocked, pol,
+                                        p.wmask);
+    else
+      gemv_load_w_smem<K, NTILE, NW, KSPLIT>(ws + (size_t)(j - NR) * CPW * NTILE * NTHR, p.W, p.N,
+                                             blockIdx.x + j * G, warp, g, t4, p.blocked, pol, p.wmask);
+  }
+}
+// Shared memory of a one-round GEMV: [NSM weight items][input rows | red | outs | flags]; smem_raw is its start.
+template <int K, int NTILE, int NW, int KSPLIT, int EPI, int MAXT, int NSM, class AfterMma>
+__device__ __forceinline__ void gemv1_body(const GemvParams& p, Gemv1Regs<K, NTILE, NW, KSPLIT, MAXT, NSM>& w,
+                                           unsigned char* smem_raw, AfterMma after_mma) {
   constexpr int KS = K / KSPLIT;
   constexpr int CPW = KS / (32 * NW);
   static_assert(CPW * 32 * NW == KS, "K split");
@@ -850,25 +875,8 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
   const int total = (p.N + NT - 1) / NT * KSPLIT;
   const int G = gridDim.x;
-  const TlStamp tls(p.tl);
-
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  // [NSM shared-memory weight items][input rows | red | outs | flags]
-  uint4* ws = reinterpret_cast<uint4*>(smem_raw);
+  const uint4* ws = reinterpret_cast<const uint4*>(smem_raw);
   unsigned char* smem = smem_raw + (size_t)NSM * CPW * NTILE * NTHR * 16;
-  uint4 w[NR][CPW][NTILE];
-  const uint64_t pol = p.evict_first ? policy_evict_first() : 0;
-#pragma unroll
-  for (int j = 0; j < NR; ++j)
-    if ((int)blockIdx.x + j * G < total)
-      gemv_load_w<K, NTILE, NW, KSPLIT>(w[j], p.W, p.N, blockIdx.x + j * G, warp, g, t4, p.blocked, pol, p.wmask);
-#pragma unroll
-  for (int j = NR; j < MAXT; ++j)
-    if ((int)blockIdx.x + j * G < total)
-      gemv_load_w_smem<K, NTILE, NW, KSPLIT>(ws + (size_t)(j - NR) * CPW * NTILE * NTHR, p.W, p.N,
-                                             blockIdx.x + j * G, warp, g, t4, p.blocked, pol, p.wmask);
-  pdl_handoff(tls);
-
   const int R = p.R;
   const bf16* act = reinterpret_cast<const bf16*>(smem);
   const int ks = (int)blockIdx.x % KSPLIT, kbase = ks * KS;
@@ -915,6 +923,7 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
                            : ws[((size_t)(j - NR) * CPW * NTILE + c * NTILE + tt) * NTHR + threadIdx.x]);
       }
       nmine = j + 1;
+      if (j < NR) after_mma(j);
       gemv_reduce<NTILE, NW, false, 0>(acc, acc2, split, red, outs + j * 16 * NT);
     }
   } else {
@@ -928,6 +937,8 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
 #pragma unroll
         for (int tt = 0; tt < NTILE; ++tt) mma_chunk(acc[j][tt], a0, a1, w[j][c][tt]);
     }
+#pragma unroll
+    for (int j = 0; j < MAXT; ++j) after_mma(j);
 #pragma unroll
     for (int j = 0; j < MAXT; ++j) {
       if ((int)blockIdx.x + j * G >= total) break;
@@ -978,6 +989,70 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
     gemv_epilogue<NTILE, NW, EPI, 0>(p, outs + j * 16 * NT, flag + MAXT, tile * NT, tile, total, xpre[j], apre[j],
                                      have_pre);
   }
+}
+template <int K, int NTILE, int NW, int KSPLIT, int EPI, int MAXT, int NSM = 0>
+__global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
+  const TlStamp tls(p.tl);
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  Gemv1Regs<K, NTILE, NW, KSPLIT, MAXT, NSM> w;
+  gemv1_load<K, NTILE, NW, KSPLIT, MAXT, NSM>(p, w, reinterpret_cast<uint4*>(smem_raw), 0, MAXT);
+  pdl_handoff(tls);
+  gemv1_body<K, NTILE, NW, KSPLIT, EPI, MAXT, NSM>(p, w, smem_raw, [](int) {});
+}
+
+// ---- merged MLP (session 10): LN + gate/up + SwiGLU and the down-proj + residual in one launch ------------------
+// The per-kernel path paid a kernel boundary between gate/up and the down-proj: the down kernel's blocks could only
+// request their weights once gate/up's blocks had left the SM (both fill its registers). Here a block requests its
+// down-proj weights as soon as its gate/up register items are consumed (the down items go into the freed register
+// sets), then writes its SwiGLU outputs, meets the other blocks at one grid-wide arrival counter and runs the
+// down-proj exactly as Gemv1Down (same items, sums and order: outputs bitwise those of the two kernels). Every block
+// must be resident at once: the host launches at most (resident blocks per SM) x SMs blocks, and the dependent
+// kernel cannot take an SM before all of them have run griddepcontrol.launch_dependents.
+constexpr int MLP_GU_NTILE = 2, MLP_NW = 8, MLP_MAXT = 3, MLP_DN_KSPLIT = 4;
+struct MlpParams {
+  GemvParams gu;  // LN + gate/up, EPI_SWIGLU (K = D)
+  GemvParams dn;  // down-proj, EPI_RESID (K = F)
+  unsigned* bar;  // [2] arrivals, departures (both left at 0)
+};
+__device__ __forceinline__ unsigned ld_acquire_u32(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+// All gridDim.x blocks: every thread's earlier global writes are visible to every block after it. The last block
+// to leave sets both counters back to 0 (no block reads them again in this launch).
+__device__ __forceinline__ void grid_sync_once(unsigned* bar) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    atomicAdd(bar, 1u);
+    while (ld_acquire_u32(bar) < gridDim.x) {
+    }
+    if (atomicAdd(bar + 1, 1u) == gridDim.x - 1) {
+      bar[0] = 0;
+      bar[1] = 0;
+    }
+  }
+  __syncthreads();
+}
+__global__ void __launch_bounds__(MLP_NW * 32, 2) mlp1_kernel(const MlpParams mp) {
+  const TlStamp tls(mp.gu.tl);
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  Gemv1Regs<D, MLP_GU_NTILE, MLP_NW, 1, MLP_MAXT, 1> wg;
+  Gemv1Regs<F, 1, MLP_NW, MLP_DN_KSPLIT, MLP_MAXT, 0> wd;
+  gemv1_load<D, MLP_GU_NTILE, MLP_NW, 1, MLP_MAXT, 1>(mp.gu, wg, reinterpret_cast<uint4*>(smem_raw), 0, MLP_MAXT);
+  pdl_handoff(tls);
+  // gate/up register item 0 consumed: down items 0 and 1 (24 KB each) into its 48 KB; item 1 consumed: down item 2
+  int dn_next = 0;
+  auto load_dn = [&](int j1) {
+    gemv1_load<F, 1, MLP_NW, MLP_DN_KSPLIT, MLP_MAXT, 0>(mp.dn, wd, nullptr, dn_next, j1);
+    dn_next = j1;
+  };
+  gemv1_body<D, MLP_GU_NTILE, MLP_NW, 1, EPI_SWIGLU, MLP_MAXT, 1>(mp.gu, wg, smem_raw,
+                                                                   [&](int j) { load_dn(j == 0 ? 2 : MLP_MAXT); });
+  if (dn_next < MLP_MAXT) load_dn(MLP_MAXT);  // a block with fewer gate/up items
+  grid_sync_once(mp.bar);
+  gemv1_body<F, 1, MLP_NW, MLP_DN_KSPLIT, EPI_RESID, MLP_MAXT, 0>(mp.dn, wd, smem_raw, [](int) {});
 }
 
 // ---- full-K residual GEMV (session 7): one 8-output tile per block, no split-K combine ---------------------------
