@@ -677,6 +677,14 @@ __device__ __forceinline__ void cp_async_wait_all() {
   asm volatile("cp.async.wait_all;" ::: "memory");
 #endif
 }
+// This thread's cp.async groups complete except the N most recently committed ones.
+template <int N>
+__device__ __forceinline__ void cp_async_wait_pending() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (N == 0) asm volatile("cp.async.wait_all;" ::: "memory");
+  else asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+#endif
+}
 
 // MINB: minimum resident blocks per SM asked of the compiler (2: at most 128 registers, so two blocks share an SM,
 // more weight bytes in flight and one block's reduction/epilogue overlaps the other's loads).
@@ -839,7 +847,7 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
 // (everything after griddepcontrol.wait), so the merged MLP kernel (mlp1_kernel) can run gate/up and the down-proj
 // in one launch. after_mma(j) is called once item j's register weights are consumed (its set is free).
 template <int K, int NTILE, int NW, int KSPLIT, int MAXT, int NSM>
-using Gemv1Regs = uint4[MAXT - NSM][K / KSPLIT / (32 * NW)][NTILE];
+using Gemv1Regs = uint4[MAXT > NSM ? MAXT - NSM : 1][K / KSPLIT / (32 * NW)][NTILE];  // NSM = MAXT: unused
 template <int K, int NTILE, int NW, int KSPLIT, int MAXT, int NSM>
 __device__ __forceinline__ void gemv1_load(const GemvParams& p, Gemv1Regs<K, NTILE, NW, KSPLIT, MAXT, NSM>& w,
                                            uint4* ws, int j0, int j1) {
@@ -858,8 +866,12 @@ __device__ __forceinline__ void gemv1_load(const GemvParams& p, Gemv1Regs<K, NTI
                                              blockIdx.x + j * G, warp, g, t4, p.blocked, pol, p.wmask);
   }
 }
+struct NoHook {
+  __device__ void operator()(int) const {}
+};
 // Shared memory of a one-round GEMV: [NSM weight items][input rows | red | outs | flags]; smem_raw is its start.
-template <int K, int NTILE, int NW, int KSPLIT, int EPI, int MAXT, int NSM, class AfterMma>
+// PENDING: cp.async groups committed after this GEMV's own (another GEMV's items) that its wait leaves in flight.
+template <int K, int NTILE, int NW, int KSPLIT, int EPI, int MAXT, int NSM, class AfterMma, int PENDING = 0>
 __device__ __forceinline__ void gemv1_body(const GemvParams& p, Gemv1Regs<K, NTILE, NW, KSPLIT, MAXT, NSM>& w,
                                            unsigned char* smem_raw, AfterMma after_mma) {
   constexpr int KS = K / KSPLIT;
@@ -868,7 +880,7 @@ __device__ __forceinline__ void gemv1_body(const GemvParams& p, Gemv1Regs<K, NTI
   static_assert(EPI == EPI_QKV || EPI == EPI_RESID || EPI == EPI_SWIGLU,
                 "one-round GEMV: qkv, gate/up (LN) or residual epilogues");
   static_assert(EPI != EPI_SWIGLU || NTILE % 2 == 0, "gate/up tiles come in pairs");
-  static_assert(NSM >= 0 && NSM < MAXT, "at least one register item");
+  static_assert(NSM >= 0 && NSM <= MAXT, "items");
   constexpr bool LN = EPI != EPI_RESID;
   static_assert(!LN || (K == D && KSPLIT == 1), "LN input is the residual stream");
   constexpr int NT = 8 * NTILE, NR = MAXT - NSM, NTHR = NW * 32;
@@ -910,7 +922,7 @@ __device__ __forceinline__ void gemv1_body(const GemvParams& p, Gemv1Regs<K, NTI
 #pragma unroll
     for (int j = 0; j < MAXT; ++j) {
       if ((int)blockIdx.x + j * G >= total) break;
-      if (j == NR) cp_async_wait_all();
+      if (j == NR) cp_async_wait_pending<PENDING>();
       float acc[NTILE][4] = {};
 #pragma unroll
       for (int c = 0; c < CPW; ++c) {
@@ -997,21 +1009,26 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
   Gemv1Regs<K, NTILE, NW, KSPLIT, MAXT, NSM> w;
   gemv1_load<K, NTILE, NW, KSPLIT, MAXT, NSM>(p, w, reinterpret_cast<uint4*>(smem_raw), 0, MAXT);
   pdl_handoff(tls);
-  gemv1_body<K, NTILE, NW, KSPLIT, EPI, MAXT, NSM>(p, w, smem_raw, [](int) {});
+  gemv1_body<K, NTILE, NW, KSPLIT, EPI, MAXT, NSM>(p, w, smem_raw, NoHook{});
 }
 
-// ---- merged MLP (session 10): LN + gate/up + SwiGLU and the down-proj + residual in one launch ------------------
-// The per-kernel path paid a kernel boundary between gate/up and the down-proj: the down kernel's blocks could only
-// request their weights once gate/up's blocks had left the SM (both fill its registers). Here a block requests its
-// down-proj weights as soon as its gate/up register items are consumed (the down items go into the freed register
-// sets), then writes its SwiGLU outputs, meets the other blocks at one grid-wide arrival counter and runs the
-// down-proj exactly as Gemv1Down (same items, sums and order: outputs bitwise those of the two kernels). Every block
-// must be resident at once: the host launches at most (resident blocks per SM) x SMs blocks, and the dependent
-// kernel cannot take an SM before all of them have run griddepcontrol.launch_dependents.
-constexpr int MLP_GU_NTILE = 2, MLP_NW = 8, MLP_MAXT = 3, MLP_DN_KSPLIT = 4;
-struct MlpParams {
-  GemvParams gu;  // LN + gate/up, EPI_SWIGLU (K = D)
-  GemvParams dn;  // down-proj, EPI_RESID (K = F)
+// ---- o-proj + gate/up in one launch (session 10) ------------------------------------------------------------------
+// In the per-kernel path gate/up's 37.7 MB could only be requested once the o-proj's blocks had left the SM (both
+// fill its registers), so DRAM idled through attention and the o-proj. Here one kernel, launched (PDL) while
+// attention runs, requests a block's o-proj tile (24 KB, cp.async into shared memory) and two of its three gate/up
+// items (one in registers, one cp.async in shared memory) before griddepcontrol.wait; it then runs the o-proj exactly as
+// the one-round GEMV (bias + residual + LN partial stats), meets the other blocks at one grid-wide arrival counter
+// (the LN of gate/up needs every column of x) and runs gate/up exactly as Gemv1GateUp: the same sums in the same
+// order, outputs bitwise those of the two kernels. Every block must be resident at once: the host launches at most
+// (resident blocks per SM) x SMs blocks, and the dependent kernel cannot take an SM before all of them have run
+// griddepcontrol.launch_dependents. Shared memory: [gate/up item 48 KB][o-proj tile 24 KB][o-proj work area], then
+// gate/up's work area over the o-proj's (dead by then).
+constexpr int OGU_NW = 8, OGU_GU_NTILE = 2, OGU_GU_MAXT = 3;
+constexpr size_t OGU_GU_WS = (size_t)(D / (32 * OGU_NW)) * OGU_GU_NTILE * OGU_NW * 32 * 16;  // 48 KB
+constexpr size_t OGU_OP_WS = (size_t)(D / (32 * OGU_NW)) * 1 * OGU_NW * 32 * 16;             // 24 KB
+struct OguParams {
+  GemvParams op;  // o-proj, EPI_RESID (K = D, 8 outputs per item, one item per block)
+  GemvParams gu;  // LN + gate/up, EPI_SWIGLU
   unsigned* bar;  // [2] arrivals, departures (both left at 0)
 };
 __device__ __forceinline__ unsigned ld_acquire_u32(const unsigned* p) {
@@ -1035,24 +1052,27 @@ __device__ __forceinline__ void grid_sync_once(unsigned* bar) {
   }
   __syncthreads();
 }
-__global__ void __launch_bounds__(MLP_NW * 32, 2) mlp1_kernel(const MlpParams mp) {
-  const TlStamp tls(mp.gu.tl);
+// EARLY (timing alternative): all three gate/up items requested before the wait.
+template <bool EARLY>
+__global__ void __launch_bounds__(OGU_NW * 32, 2) ogu1_kernel(const OguParams mp) {
+  const TlStamp tls(mp.op.tl);
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  Gemv1Regs<D, MLP_GU_NTILE, MLP_NW, 1, MLP_MAXT, 1> wg;
-  Gemv1Regs<F, 1, MLP_NW, MLP_DN_KSPLIT, MLP_MAXT, 0> wd;
-  gemv1_load<D, MLP_GU_NTILE, MLP_NW, 1, MLP_MAXT, 1>(mp.gu, wg, reinterpret_cast<uint4*>(smem_raw), 0, MLP_MAXT);
+  unsigned char* op_smem = smem_raw + OGU_GU_WS;
+  Gemv1Regs<D, 1, OGU_NW, 1, 1, 1> wo;  // unused: the o-proj tile is in shared memory
+  Gemv1Regs<D, OGU_GU_NTILE, OGU_NW, 1, OGU_GU_MAXT, 1> wg;
+  // before the wait: the o-proj tile, gate/up's first register item and its shared-memory item (2/3 of its bytes);
+  // its second register item only after the o-proj, whose registers it needs (with all three live through the
+  // o-proj, ptxas spills weight registers, and a spilled load stalls until its data arrive)
+  gemv1_load<D, 1, OGU_NW, 1, 1, 1>(mp.op, wo, reinterpret_cast<uint4*>(op_smem), 0, 1);
+  gemv1_load<D, OGU_GU_NTILE, OGU_NW, 1, OGU_GU_MAXT, 1>(mp.gu, wg, reinterpret_cast<uint4*>(smem_raw), 0,
+                                                         EARLY ? 2 : 1);
+  gemv1_load<D, OGU_GU_NTILE, OGU_NW, 1, OGU_GU_MAXT, 1>(mp.gu, wg, reinterpret_cast<uint4*>(smem_raw), 2, 3);
   pdl_handoff(tls);
-  // gate/up register item 0 consumed: down items 0 and 1 (24 KB each) into its 48 KB; item 1 consumed: down item 2
-  int dn_next = 0;
-  auto load_dn = [&](int j1) {
-    gemv1_load<F, 1, MLP_NW, MLP_DN_KSPLIT, MLP_MAXT, 0>(mp.dn, wd, nullptr, dn_next, j1);
-    dn_next = j1;
-  };
-  gemv1_body<D, MLP_GU_NTILE, MLP_NW, 1, EPI_SWIGLU, MLP_MAXT, 1>(mp.gu, wg, smem_raw,
-                                                                   [&](int j) { load_dn(j == 0 ? 2 : MLP_MAXT); });
-  if (dn_next < MLP_MAXT) load_dn(MLP_MAXT);  // a block with fewer gate/up items
+  // the o-proj waits for its own copy only (gate/up's shared-memory item, committed after it, stays in flight)
+  gemv1_body<D, 1, OGU_NW, 1, EPI_RESID, 1, 1, NoHook, 1>(mp.op, wo, op_smem, NoHook{});
+  if (!EARLY) gemv1_load<D, OGU_GU_NTILE, OGU_NW, 1, OGU_GU_MAXT, 1>(mp.gu, wg, reinterpret_cast<uint4*>(smem_raw), 1, 2);
   grid_sync_once(mp.bar);
-  gemv1_body<F, 1, MLP_NW, MLP_DN_KSPLIT, EPI_RESID, MLP_MAXT, 0>(mp.dn, wd, smem_raw, [](int) {});
+  gemv1_body<D, OGU_GU_NTILE, OGU_NW, 1, EPI_SWIGLU, OGU_GU_MAXT, 1>(mp.gu, wg, smem_raw, NoHook{});
 }
 
 // ---- full-K residual GEMV (session 7): one 8-output tile per block, no split-K combine ---------------------------
