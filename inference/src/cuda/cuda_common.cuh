@@ -61,36 +61,21 @@ class DeviceAllocations {
 };
 
 // Launch with (optionally) programmatic dependent launch: the kernel may start while its predecessor in the
-// stream still runs; it must call pdl_wait() before reading anything the predecessor writes. cluster > 1: thread
-// block clusters of that many consecutive blocks (x), co-scheduled, sharing their shared memory.
+// stream still runs; it must call pdl_wait() before reading anything the predecessor writes.
 template <typename... KArgs, typename... Args>
-inline void launch_clustered(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                             bool pdl, unsigned cluster, Args&&... args) {
+inline void launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, bool pdl,
+                   Args&&... args) {
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = grid;
   cfg.blockDim = block;
   cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;
-  cudaLaunchAttribute attr[2];
-  unsigned n = 0;
-  if (pdl) {
-    attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[n++].val.programmaticStreamSerializationAllowed = 1;
-  }
-  if (cluster > 1) {
-    attr[n].id = cudaLaunchAttributeClusterDimension;
-    attr[n].val.clusterDim.x = cluster;
-    attr[n].val.clusterDim.y = 1;
-    attr[n++].val.clusterDim.z = 1;
-  }
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
-  cfg.numAttrs = n;
+  cfg.numAttrs = pdl ? 1 : 0;
   CF_CUDA(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
-}
-template <typename... KArgs, typename... Args>
-inline void launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, bool pdl,
-                   Args&&... args) {
-  launch_clustered(kernel, grid, block, smem, stream, pdl, 1, std::forward<Args>(args)...);
 }
 
 // ---- device helpers -------------------------------------------------------------------------------------------

@@ -87,8 +87,7 @@ struct Gemv {
 // requested before griddepcontrol.wait. run() returns false (caller falls back to the persistent kernel) when the
 // launch does not fit: more rows, fewer resident blocks than total / MAXT, or a grid that is not a multiple of KSPLIT.
 // NSM (session 8): the last NSM items of a block are held in shared memory (cp.async) instead of registers.
-// CLUSTER (session 10): split-K partials combined in distributed shared memory (clusters of KSPLIT blocks).
-template <int K, int NTILE, int NW, int KSPLIT, int EPI, int MAXT, int NSM = 0, bool CLUSTER = false>
+template <int K, int NTILE, int NW, int KSPLIT, int EPI, int MAXT, int NSM = 0>
 struct Gemv1 {
   static constexpr int NT = 8 * NTILE;
   static constexpr bool LN = EPI != EPI_RESID;
@@ -104,12 +103,12 @@ struct Gemv1 {
   static void prepare() {
     size_t m = 0;
     for (int r = 1; r <= 8; ++r) m = std::max(m, smem(r, act_smem(r, true)));
-    CF_CUDA(cudaFuncSetAttribute(gemv1_kernel<K, NTILE, NW, KSPLIT, EPI, MAXT, NSM, CLUSTER>,
+    CF_CUDA(cudaFuncSetAttribute(gemv1_kernel<K, NTILE, NW, KSPLIT, EPI, MAXT, NSM>,
                                  cudaFuncAttributeMaxDynamicSharedMemorySize, (int)m));
     occ = 0;
     for (int r = 1; r <= 8; ++r) {  // the smallest occupancy over the row counts it may serve
       int o = 0;
-      CF_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&o, gemv1_kernel<K, NTILE, NW, KSPLIT, EPI, MAXT, NSM, CLUSTER>,
+      CF_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&o, gemv1_kernel<K, NTILE, NW, KSPLIT, EPI, MAXT, NSM>,
                                                             NW * 32, smem(r, act_smem(r, true))));
       occ = r == 1 ? o : std::min(occ, o);
     }
@@ -122,14 +121,13 @@ struct Gemv1 {
     if (grid < 1 || (long)grid * MAXT < total) return false;
     GemvParams p = p0;
     p.act_smem = act_smem(p.R, allow_act) ? 1 : 0;
-    launch_clustered(gemv1_kernel<K, NTILE, NW, KSPLIT, EPI, MAXT, NSM, CLUSTER>, dim3(grid), dim3(NW * 32),
-                     smem(p.R, p.act_smem != 0), s, pdl, CLUSTER ? KSPLIT : 1, p);
+    launch(gemv1_kernel<K, NTILE, NW, KSPLIT, EPI, MAXT, NSM>, dim3(grid), dim3(NW * 32), smem(p.R, p.act_smem != 0), s,
+           pdl, p);
     return true;
   }
 };
 using Gemv1Qkv = Gemv1<D, 1, 8, 1, EPI_QKV, 3>;     // 576 items on 264 blocks
 using Gemv1Down = Gemv1<F, 1, 8, 4, EPI_RESID, 3>;  // 768 items (192 tiles x 4-way split-K) on 264 blocks
-using Gemv1DownCl = Gemv1<F, 1, 8, 4, EPI_RESID, 3, 0, true>;  // session 10: the same, combined in clusters of 4
 // Session 8: gate/up as one round, 768 items of 16 outputs on 264 blocks: two in registers, the third (48 KB) in
 // shared memory (at R = 8: 110 KB per block, still two blocks per SM). EngineOptions::variant bit 31 = session 7.
 using Gemv1GateUp = Gemv1<D, 2, 8, 1, EPI_SWIGLU, 3, 1>;
@@ -314,8 +312,6 @@ struct CudaGptEngine::Impl {
   bool down_fullk = false;  // variant bit 30: full-K one-tile-per-block down-proj at R <= 8 (run 2: slower than
                             // the one-round split-K kernel, 1.0329 vs 0.9972 ms)
   bool attn_serial = false; // variant bit 28: the session-6 attention split combine (one L2 round trip per split)
-  bool down_cluster = true;  // session 10: the one-round down-proj's split-K combine in thread block clusters
-                             // (distributed shared memory); CUBEFORGE_GPT_DNCL=0: through L2 (session 7)
   bool s8 = true;           // session 8: one-round gate/up (cp.async third item), attention's constant loads before
                             // griddepcontrol.wait; variant bit 31 (a negative --variant) = the session-7 path
 
@@ -602,7 +598,6 @@ struct CudaGptEngine::Impl {
     GemvLmN::prepare();
     Gemv1Qkv::prepare();
     Gemv1Down::prepare();
-    Gemv1DownCl::prepare();
     Gemv1GateUp::prepare();
     GemvQkvP::prepare();
     GemvOprojP::prepare();
@@ -822,7 +817,6 @@ struct CudaGptEngine::Impl {
     else if (opts.variant & 128) GemvDownKs2::run(d, stream, pdl, nsm, per_sm, act_stage);
     else if (opts.variant & 512) GemvDownKs8::run(d, stream, pdl, nsm, per_sm, act_stage);
     else if (one_round && per_sm == 0 && down_fullk && GemvDownFullK::run(d, stream, pdl, nsm, act_stage)) {
-    } else if (one_round && per_sm == 0 && down_cluster && Gemv1DownCl::run(d, stream, pdl, nsm, act_stage)) {
     } else if (one_round && per_sm == 0 && Gemv1Down::run(d, stream, pdl, nsm, act_stage)) {
     } else if (pipe) GemvDownP::run(d, stream, pdl, nsm, per_sm, act_stage);
     else GemvDown::run(d, stream, pdl, nsm, per_sm, act_stage);
@@ -1262,14 +1256,11 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
   m.pipe_wide = (opts.variant & (1 << 29)) != 0;
   m.down_fullk = (opts.variant & (1 << 30)) != 0;
   m.s8 = ((unsigned)opts.variant & (1u << 31)) == 0;  // bit 31: --variant -2147483648 (+ other bits)
-  if (const char* e = std::getenv("CUBEFORGE_GPT_DNCL")) m.down_cluster = std::string(e) != "0";
-  m.down_cluster = m.down_cluster && prop.major >= 9;  // thread block clusters: sm_90 and later
   if (m.pf_attn && m.pf_dist == 0) m.pf_dist = (size_t)16 << 20;
   if (opts.verbose)
     std::fprintf(stderr, "cubeforge cuda: decode GEMVs: %s%s; L2 %d MB, prefetch %zu MB%s%s, weight loads %s%s%s\n",
                  m.ring ? ("ring, " + std::to_string(m.ring_nst) + " stages of 12 KB").c_str() : "register",
-                 m.ring ? "" : m.one_round ? (m.pipe ? (m.s8 ? (m.down_cluster ? " (one-round qkv/gate-up/down, down combined in clusters, pipe 1)"
-                                                                   : " (one-round qkv/gate-up/down, pipe 1)")
+                 m.ring ? "" : m.one_round ? (m.pipe ? (m.s8 ? " (one-round qkv/gate-up/down, pipe 1)"
                                                              : " (one-round qkv/down, pipe 1)")
                                                      : " (one-round qkv/down, pipe 0)")
                                           : (m.pipe ? " (pipe 1)" : " (session-6 order)"),

@@ -1,7 +1,6 @@
 // Kernels of the CUDA GPT engine (decode step and cond-stream prefill). See docs/cuda-gpt.md for the design.
 // Widths are fixed to the Cube 3D GPT (D 1536, 12 heads of 128, MLP 6144); the engine checks the config.
 #pragma once
-#include <cooperative_groups.h>
 #include "cuda_common.cuh"
 
 namespace cubeforge::cuda::detail {
@@ -836,13 +835,7 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
 // also before griddepcontrol.wait, so the kernel is still one round. The items then run one after the other (MMAs
 // of item j, its reduction, then item j + 1; the LN input sits in shared memory, so re-reading its fragments per
 // item is cheap) to keep one accumulator set live. Per item the same sums in the same order: bitwise equal.
-// Session 10, CLUSTER: the KSPLIT blocks of a tile form one thread block cluster (consecutive blocks; the host
-// launches clusters of KSPLIT and gridDim.x % KSPLIT == 0, so block rank = K range for every item of the block) and
-// the split-K partials are combined through distributed shared memory: one cluster barrier, block rank j sums item
-// j's KSPLIT partials from the blocks' shared memory in the order q = 0..KSPLIT-1 (the global-memory combine's
-// order: bitwise the same outputs), a second barrier (no block leaves while another reads its shared memory), then
-// rank j runs item j's epilogue. No scratch writes, fence, atomics or L2 round trip.
-template <int K, int NTILE, int NW, int KSPLIT, int EPI, int MAXT, int NSM = 0, bool CLUSTER = false>
+template <int K, int NTILE, int NW, int KSPLIT, int EPI, int MAXT, int NSM = 0>
 __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
   constexpr int KS = K / KSPLIT;
   constexpr int CPW = KS / (32 * NW);
@@ -943,23 +936,7 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
     }
   }
 
-  if constexpr (KSPLIT > 1 && CLUSTER) {
-    static_assert(MAXT <= KSPLIT, "one finishing block rank per item");
-    namespace cg = cooperative_groups;
-    cg::cluster_group cl = cg::this_cluster();
-    const int fin = (int)cl.block_rank() < nmine ? (int)cl.block_rank() : -1;  // the item this block finishes
-    cl.sync();  // every block's partials are in its shared memory
-    float s = 0.f;
-    const bool mine = fin >= 0 && (int)threadIdx.x < R * NT;
-    if (mine) {
-#pragma unroll
-      for (int kq = 0; kq < KSPLIT; ++kq) s += *cl.map_shared_rank(outs + fin * 16 * NT + threadIdx.x, kq);
-    }
-    cl.sync();  // every remote read is done
-    if (mine) outs[fin * 16 * NT + threadIdx.x] = s;
-    if ((int)threadIdx.x < MAXT) flag[threadIdx.x] = (int)threadIdx.x == fin;
-    __syncthreads();
-  } else if constexpr (KSPLIT > 1) {
+  if constexpr (KSPLIT > 1) {
     for (int e = threadIdx.x; e < nmine * R * NT; e += NW * 32) {
       const int j = e / (R * NT), q = e % (R * NT), tile = (blockIdx.x + j * G) / KSPLIT;
       p.ks_scratch[((size_t)tile * KSPLIT + ks) * 16 * NT + q] = outs[j * 16 * NT + q];
