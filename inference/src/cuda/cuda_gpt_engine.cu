@@ -131,46 +131,6 @@ using Gemv1Down = Gemv1<F, 1, 8, 4, EPI_RESID, 3>;  // 768 items (192 tiles x 4-
 // Session 8: gate/up as one round, 768 items of 16 outputs on 264 blocks: two in registers, the third (48 KB) in
 // shared memory (at R = 8: 110 KB per block, still two blocks per SM). EngineOptions::variant bit 31 = session 7.
 using Gemv1GateUp = Gemv1<D, 2, 8, 1, EPI_SWIGLU, 3, 1>;
-// Session 10: o-proj + gate/up as one launch (ogu1_kernel). run() returns false (the caller launches the two
-// kernels) where the grid cannot be resident at once or the rows do not fit. The o-proj input is staged in shared
-// memory where two blocks per SM still fit (R <= 4), else read from L2 per chunk.
-struct Ogu1 {
-  static size_t act_bytes(int R) { return ((size_t)2 * R * (D + 32) * 2 + 15) & ~size_t(15); }
-  static bool op_act(int R) { return R <= 4; }
-  static size_t smem(int R) {
-    const size_t op = OGU_GU_WS + OGU_OP_WS + (op_act(R) ? act_bytes(R) : 0) + (size_t)OGU_NW * 1 * 128 * 4 +
-                      (size_t)16 * 8 * 4 + 32 * 4;
-    return std::max(op, Gemv1GateUp::smem(R, false));
-  }
-  static inline int occ = 0;
-  static inline unsigned pace_waves = 1, pace_ns = 0;
-  static void prepare() {
-    size_t m = 0;
-    for (int r = 1; r <= 8; ++r) m = std::max(m, smem(r));
-    for (auto k : {ogu1_kernel<0>, ogu1_kernel<1>, ogu1_kernel<2>})
-      CF_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)m));
-    for (int r = 1; r <= 8; ++r) {
-      int o = 1 << 20;
-      for (auto k : {ogu1_kernel<0>, ogu1_kernel<1>, ogu1_kernel<2>}) {
-        int ok = 0;
-        CF_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ok, k, OGU_NW * 32, smem(r)));
-        o = std::min(o, ok);
-      }
-      occ = r == 1 ? o : std::min(occ, o);
-    }
-  }
-  static bool run(const GemvParams& op, const GemvParams& gu, unsigned* bar, cudaStream_t s, bool pdl, int nsm,
-                  bool allow_act, int mode) {
-    if (gu.R > 8 || occ < 1) return false;
-    const int grid = nsm * occ;  // every block resident at once (grid_sync_once)
-    const int op_total = op.N / 8, gu_total = gu.N / (8 * OGU_GU_NTILE);
-    if (grid < op_total || grid > gu_total || (long)grid * OGU_GU_MAXT < gu_total) return false;
-    OguParams mp = {op, gu, bar, pace_waves, pace_ns};
-    mp.op.act_smem = allow_act && op_act(op.R) ? 1 : 0;
-    launch(mode == 1 ? ogu1_kernel<1> : mode == 2 ? ogu1_kernel<2> : ogu1_kernel<0>, dim3(grid), dim3(OGU_NW * 32), smem(gu.R), s, pdl, mp);
-    return true;
-  }
-};
 // Session 7 defaults: PIPE 1 (both register sets before griddepcontrol.wait, refill right after the MMAs); the
 // session-6 kernels (PIPE 0) stay behind EngineOptions::variant bit 26.
 using GemvQkvP = Gemv<D, 1, 8, 1, EPI_QKV, true, 2, 1>;
@@ -306,7 +266,7 @@ struct CudaGptEngine::Impl {
         *raw = nullptr;
   float *qkv = nullptr, *sconst = nullptr;
   bf16 *att = nullptr, *att_lo = nullptr, *hbuf = nullptr, *hbuf_lo = nullptr;
-  unsigned *acnt = nullptr, *ks_cnt = nullptr, *ogu_bar = nullptr;
+  unsigned *acnt = nullptr, *ks_cnt = nullptr;
   int *lm_idx = nullptr, *tokens = nullptr, *h_tokens = nullptr, *h_tokens_dev = nullptr;
   Ctl* ctl = nullptr;
   Dyn* dyn = nullptr;
@@ -354,9 +314,6 @@ struct CudaGptEngine::Impl {
   bool attn_serial = false; // variant bit 28: the session-6 attention split combine (one L2 round trip per split)
   bool s8 = true;           // session 8: one-round gate/up (cp.async third item), attention's constant loads before
                             // griddepcontrol.wait; variant bit 31 (a negative --variant) = the session-7 path
-  int ogu_mode = 0;         // CUBEFORGE_GPT_OGU=1 / 2 / 3: ogu1_kernel<0 / 1 / 2> (timing alternatives)
-  bool ogu = true;          // session 10: o-proj + gate/up as one launch (ogu1_kernel) where gate/up is a one-round
-                            // kernel; CUBEFORGE_GPT_OGU=0 launches them separately (the session-8 path)
 
   // Fused decode step (gpt_step_kernel.cuh): one persistent kernel per decode step for R <= SK_RMAX rows (steps
   // after step 0). Opt-in (CUBEFORGE_GPT_STEP=1): measured slower than the per-kernel path (session 9: 1.14 vs
@@ -604,8 +561,6 @@ struct CudaGptEngine::Impl {
     CF_CUDA(cudaMemset(acnt, 0, (size_t)Rmax * H * sizeof(unsigned)));
     ks_scratch = dalloc<float>((size_t)(D / 8) * 8 * 16 * 8);  // tiles x KSPLIT (<= 8) x 16 rows x 8
     ks_cnt = dalloc<unsigned>(D / 8);
-    ogu_bar = dalloc<unsigned>(2);
-    CF_CUDA(cudaMemset(ogu_bar, 0, 2 * sizeof(unsigned)));
     tl = dalloc<unsigned long long>(3 * (size_t)kTlMax);
     CF_CUDA(cudaMemset(ks_cnt, 0, (D / 8) * sizeof(unsigned)));
     lm_blocks = GemvLm::blocks(Vs);
@@ -644,7 +599,6 @@ struct CudaGptEngine::Impl {
     Gemv1Qkv::prepare();
     Gemv1Down::prepare();
     Gemv1GateUp::prepare();
-    Ogu1::prepare();
     GemvQkvP::prepare();
     GemvOprojP::prepare();
     GemvGateUpP::prepare();
@@ -785,7 +739,6 @@ struct CudaGptEngine::Impl {
   void block_step(const LayerW& w, bf16* k_l, bf16* v_l, int T, int coff, int maxs, bool attn, const float* add2,
                   float* save_y) {
     const bool pdl = opts.pdl;
-    GemvParams o = {};  // the o-proj (attn only), launched with or before gate/up below
     if (attn) {
       GemvParams q = base_params();
       q.W = w.x_qkv;
@@ -822,7 +775,7 @@ struct CudaGptEngine::Impl {
       if (pf_attn && pf_dist > 0) a.pf = stream_range(ws_cursor, pf_dist);  // o-proj + the start of gate/up
       a.tl = tl_slot(single_now ? "s.attn" : "attn");
       if (!diag_no_attn) launch(attn_decode_kernel, dim3(maxs, H, R), dim3(128), 0, stream, pdl, a);
-      o = base_params();
+      GemvParams o = base_params();
       o.W = w.x_o;
       o.N = D;
       o.A = att;
@@ -830,6 +783,11 @@ struct CudaGptEngine::Impl {
       o.bias = w.x_ob;
       o.save_y = save_y;
       o.pf = take_window((size_t)D * D * 2);
+      o.tl = tl_slot(single_now ? "s.oproj" : "oproj");
+      if (ring) RingOproj::run(o, stream, pdl, nsm, ring_nst, smem_optin);
+      else if (opts.variant & 1) GemvOprojKs::run(o, stream, pdl, nsm, per_sm, act_stage);
+      else if (pipe) GemvOprojP::run(o, stream, pdl, nsm, per_sm, act_stage);
+      else GemvOproj::run(o, stream, pdl, nsm, per_sm, act_stage);
     }
     GemvParams g = base_params();
     g.W = w.x_gu;
@@ -839,30 +797,12 @@ struct CudaGptEngine::Impl {
     g.out_lo = hbuf_lo;
     g.ld_out = F;
     g.pf = take_window((size_t)2 * F * D * 2);
-    // session 10: the o-proj and gate/up as one launch where gate/up would run as its one-round kernel
-    bool merged = false;
-    if (attn && ogu && !ring && s8 && one_round && pipe && per_sm == 0 && !(opts.variant & (1 | 256)) &&
-        !o.pf.nseg && !g.pf.nseg && Gemv1GateUp::occ > 0) {
-      const int kseq0 = kseq;
-      o.tl = tl_slot(single_now ? "s.ogu" : "ogu");
-      merged = Ogu1::run(o, g, ogu_bar, stream, pdl, nsm, act_stage, ogu_mode);
-      if (!merged) kseq = kseq0;  // not launched: the two kernels take the slots
-    }
-    if (attn && !merged) {
-      o.tl = tl_slot(single_now ? "s.oproj" : "oproj");
-      if (ring) RingOproj::run(o, stream, pdl, nsm, ring_nst, smem_optin);
-      else if (opts.variant & 1) GemvOprojKs::run(o, stream, pdl, nsm, per_sm, act_stage);
-      else if (pipe) GemvOprojP::run(o, stream, pdl, nsm, per_sm, act_stage);
-      else GemvOproj::run(o, stream, pdl, nsm, per_sm, act_stage);
-    }
-    if (!merged) {
-      g.tl = tl_slot(single_now ? "s.gateup" : "gateup");
-      if (ring) RingGateUp::run(g, stream, pdl, nsm, ring_nst, smem_optin);
-      else if (opts.variant & 256) GemvGateUpN::run(g, stream, pdl, nsm, per_sm);
-      else if (s8 && one_round && per_sm == 0 && Gemv1GateUp::run(g, stream, pdl, nsm)) {
-      } else if (pipe && pipe_wide) GemvGateUpP::run(g, stream, pdl, nsm, per_sm);
-      else GemvGateUp::run(g, stream, pdl, nsm, per_sm);
-    }
+    g.tl = tl_slot(single_now ? "s.gateup" : "gateup");
+    if (ring) RingGateUp::run(g, stream, pdl, nsm, ring_nst, smem_optin);
+    else if (opts.variant & 256) GemvGateUpN::run(g, stream, pdl, nsm, per_sm);
+    else if (s8 && one_round && per_sm == 0 && Gemv1GateUp::run(g, stream, pdl, nsm)) {
+    } else if (pipe && pipe_wide) GemvGateUpP::run(g, stream, pdl, nsm, per_sm);
+    else GemvGateUp::run(g, stream, pdl, nsm, per_sm);
     GemvParams d = base_params();
     d.W = w.x_dn;
     d.N = D;
@@ -1316,21 +1256,11 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
   m.pipe_wide = (opts.variant & (1 << 29)) != 0;
   m.down_fullk = (opts.variant & (1 << 30)) != 0;
   m.s8 = ((unsigned)opts.variant & (1u << 31)) == 0;  // bit 31: --variant -2147483648 (+ other bits)
-  if (const char* e = std::getenv("CUBEFORGE_GPT_OGU")) {
-    m.ogu = std::string(e) != "0";
-    m.ogu_mode = std::max(0, std::atoi(e) - 1);
-    unsigned w = 0, ns = 0;  // "1:WAVES:NS": mode 0 with paced early requests
-    if (std::sscanf(e, "%*d:%u:%u", &w, &ns) == 2 && w > 0) {
-      Ogu1::pace_waves = w;
-      Ogu1::pace_ns = ns;
-    }
-  }
   if (m.pf_attn && m.pf_dist == 0) m.pf_dist = (size_t)16 << 20;
   if (opts.verbose)
     std::fprintf(stderr, "cubeforge cuda: decode GEMVs: %s%s; L2 %d MB, prefetch %zu MB%s%s, weight loads %s%s%s\n",
                  m.ring ? ("ring, " + std::to_string(m.ring_nst) + " stages of 12 KB").c_str() : "register",
-                 m.ring ? "" : m.one_round ? (m.pipe ? (m.s8 ? (m.ogu ? " (one-round qkv/down, merged o-proj + gate-up, pipe 1)"
-                                                                           : " (one-round qkv/gate-up/down, pipe 1)")
+                 m.ring ? "" : m.one_round ? (m.pipe ? (m.s8 ? " (one-round qkv/gate-up/down, pipe 1)"
                                                              : " (one-round qkv/down, pipe 1)")
                                                      : " (one-round qkv/down, pipe 0)")
                                           : (m.pipe ? " (pipe 1)" : " (session-6 order)"),

@@ -677,14 +677,6 @@ __device__ __forceinline__ void cp_async_wait_all() {
   asm volatile("cp.async.wait_all;" ::: "memory");
 #endif
 }
-// This thread's cp.async groups complete except the N most recently committed ones.
-template <int N>
-__device__ __forceinline__ void cp_async_wait_pending() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  if constexpr (N == 0) asm volatile("cp.async.wait_all;" ::: "memory");
-  else asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-#endif
-}
 
 // MINB: minimum resident blocks per SM asked of the compiler (2: at most 128 registers, so two blocks share an SM,
 // more weight bytes in flight and one block's reduction/epilogue overlaps the other's loads).
@@ -843,52 +835,40 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
 // also before griddepcontrol.wait, so the kernel is still one round. The items then run one after the other (MMAs
 // of item j, its reduction, then item j + 1; the LN input sits in shared memory, so re-reading its fragments per
 // item is cheap) to keep one accumulator set live. Per item the same sums in the same order: bitwise equal.
-// Session 10: the kernel is split into gemv1_load (the weights of items [j0, j1) of this block) and gemv1_body
-// (everything after griddepcontrol.wait), so the merged MLP kernel (mlp1_kernel) can run gate/up and the down-proj
-// in one launch. after_mma(j) is called once item j's register weights are consumed (its set is free).
-template <int K, int NTILE, int NW, int KSPLIT, int MAXT, int NSM>
-using Gemv1Regs = uint4[MAXT > NSM ? MAXT - NSM : 1][K / KSPLIT / (32 * NW)][NTILE];  // NSM = MAXT: unused
-template <int K, int NTILE, int NW, int KSPLIT, int MAXT, int NSM>
-__device__ __forceinline__ void gemv1_load(const GemvParams& p, Gemv1Regs<K, NTILE, NW, KSPLIT, MAXT, NSM>& w,
-                                           uint4* ws, int j0, int j1) {
-  constexpr int CPW = K / KSPLIT / (32 * NW), NR = MAXT - NSM, NTHR = NW * 32;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
-  const int total = (p.N + 8 * NTILE - 1) / (8 * NTILE) * KSPLIT, G = gridDim.x;
-  const uint64_t pol = p.evict_first ? policy_evict_first() : 0;
-#pragma unroll
-  for (int j = 0; j < MAXT; ++j) {
-    if (j < j0 || j >= j1 || (int)blockIdx.x + j * G >= total) continue;
-    if (j < NR)
-      gemv_load_w<K, NTILE, NW, KSPLIT>(w[j < NR ? j : 0], p.W, p.N, blockIdx.x + j * G, warp, g, t4, p.blocked, pol,
-                                        p.wmask);
-    else
-      gemv_load_w_smem<K, NTILE, NW, KSPLIT>(ws + (size_t)(j - NR) * CPW * NTILE * NTHR, p.W, p.N,
-                                             blockIdx.x + j * G, warp, g, t4, p.blocked, pol, p.wmask);
-  }
-}
-struct NoHook {
-  __device__ void operator()(int) const {}
-};
-// Shared memory of a one-round GEMV: [NSM weight items][input rows | red | outs | flags]; smem_raw is its start.
-// PENDING: cp.async groups committed after this GEMV's own (another GEMV's items) that its wait leaves in flight.
-template <int K, int NTILE, int NW, int KSPLIT, int EPI, int MAXT, int NSM, class AfterMma, int PENDING = 0>
-__device__ __forceinline__ void gemv1_body(const GemvParams& p, Gemv1Regs<K, NTILE, NW, KSPLIT, MAXT, NSM>& w,
-                                           unsigned char* smem_raw, AfterMma after_mma) {
+template <int K, int NTILE, int NW, int KSPLIT, int EPI, int MAXT, int NSM = 0>
+__global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
   constexpr int KS = K / KSPLIT;
   constexpr int CPW = KS / (32 * NW);
   static_assert(CPW * 32 * NW == KS, "K split");
   static_assert(EPI == EPI_QKV || EPI == EPI_RESID || EPI == EPI_SWIGLU,
                 "one-round GEMV: qkv, gate/up (LN) or residual epilogues");
   static_assert(EPI != EPI_SWIGLU || NTILE % 2 == 0, "gate/up tiles come in pairs");
-  static_assert(NSM >= 0 && NSM <= MAXT, "items");
+  static_assert(NSM >= 0 && NSM < MAXT, "at least one register item");
   constexpr bool LN = EPI != EPI_RESID;
   static_assert(!LN || (K == D && KSPLIT == 1), "LN input is the residual stream");
   constexpr int NT = 8 * NTILE, NR = MAXT - NSM, NTHR = NW * 32;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
   const int total = (p.N + NT - 1) / NT * KSPLIT;
   const int G = gridDim.x;
-  const uint4* ws = reinterpret_cast<const uint4*>(smem_raw);
+  const TlStamp tls(p.tl);
+
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  // [NSM shared-memory weight items][input rows | red | outs | flags]
+  uint4* ws = reinterpret_cast<uint4*>(smem_raw);
   unsigned char* smem = smem_raw + (size_t)NSM * CPW * NTILE * NTHR * 16;
+  uint4 w[NR][CPW][NTILE];
+  const uint64_t pol = p.evict_first ? policy_evict_first() : 0;
+#pragma unroll
+  for (int j = 0; j < NR; ++j)
+    if ((int)blockIdx.x + j * G < total)
+      gemv_load_w<K, NTILE, NW, KSPLIT>(w[j], p.W, p.N, blockIdx.x + j * G, warp, g, t4, p.blocked, pol, p.wmask);
+#pragma unroll
+  for (int j = NR; j < MAXT; ++j)
+    if ((int)blockIdx.x + j * G < total)
+      gemv_load_w_smem<K, NTILE, NW, KSPLIT>(ws + (size_t)(j - NR) * CPW * NTILE * NTHR, p.W, p.N,
+                                             blockIdx.x + j * G, warp, g, t4, p.blocked, pol, p.wmask);
+  pdl_handoff(tls);
+
   const int R = p.R;
   const bf16* act = reinterpret_cast<const bf16*>(smem);
   const int ks = (int)blockIdx.x % KSPLIT, kbase = ks * KS;
@@ -922,7 +902,7 @@ __device__ __forceinline__ void gemv1_body(const GemvParams& p, Gemv1Regs<K, NTI
 #pragma unroll
     for (int j = 0; j < MAXT; ++j) {
       if ((int)blockIdx.x + j * G >= total) break;
-      if (j == NR) cp_async_wait_pending<PENDING>();
+      if (j == NR) cp_async_wait_all();
       float acc[NTILE][4] = {};
 #pragma unroll
       for (int c = 0; c < CPW; ++c) {
@@ -935,7 +915,6 @@ __device__ __forceinline__ void gemv1_body(const GemvParams& p, Gemv1Regs<K, NTI
                            : ws[((size_t)(j - NR) * CPW * NTILE + c * NTILE + tt) * NTHR + threadIdx.x]);
       }
       nmine = j + 1;
-      if (j < NR) after_mma(j);
       gemv_reduce<NTILE, NW, false, 0>(acc, acc2, split, red, outs + j * 16 * NT);
     }
   } else {
@@ -949,8 +928,6 @@ __device__ __forceinline__ void gemv1_body(const GemvParams& p, Gemv1Regs<K, NTI
 #pragma unroll
         for (int tt = 0; tt < NTILE; ++tt) mma_chunk(acc[j][tt], a0, a1, w[j][c][tt]);
     }
-#pragma unroll
-    for (int j = 0; j < MAXT; ++j) after_mma(j);
 #pragma unroll
     for (int j = 0; j < MAXT; ++j) {
       if ((int)blockIdx.x + j * G >= total) break;
@@ -1001,90 +978,6 @@ __device__ __forceinline__ void gemv1_body(const GemvParams& p, Gemv1Regs<K, NTI
     gemv_epilogue<NTILE, NW, EPI, 0>(p, outs + j * 16 * NT, flag + MAXT, tile * NT, tile, total, xpre[j], apre[j],
                                      have_pre);
   }
-}
-template <int K, int NTILE, int NW, int KSPLIT, int EPI, int MAXT, int NSM = 0>
-__global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
-  const TlStamp tls(p.tl);
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  Gemv1Regs<K, NTILE, NW, KSPLIT, MAXT, NSM> w;
-  gemv1_load<K, NTILE, NW, KSPLIT, MAXT, NSM>(p, w, reinterpret_cast<uint4*>(smem_raw), 0, MAXT);
-  pdl_handoff(tls);
-  gemv1_body<K, NTILE, NW, KSPLIT, EPI, MAXT, NSM>(p, w, smem_raw, NoHook{});
-}
-
-// ---- o-proj + gate/up in one launch (session 10) ------------------------------------------------------------------
-// In the per-kernel path gate/up's 37.7 MB could only be requested once the o-proj's blocks had left the SM (both
-// fill its registers), so DRAM idled through attention and the o-proj. Here one kernel, launched (PDL) while
-// attention runs, requests a block's o-proj tile (24 KB, cp.async into shared memory) and two of its three gate/up
-// items (one in registers, one cp.async in shared memory) before griddepcontrol.wait; it then runs the o-proj exactly as
-// the one-round GEMV (bias + residual + LN partial stats), meets the other blocks at one grid-wide arrival counter
-// (the LN of gate/up needs every column of x) and runs gate/up exactly as Gemv1GateUp: the same sums in the same
-// order, outputs bitwise those of the two kernels. Every block must be resident at once: the host launches at most
-// (resident blocks per SM) x SMs blocks, and the dependent kernel cannot take an SM before all of them have run
-// griddepcontrol.launch_dependents. Shared memory: [gate/up item 48 KB][o-proj tile 24 KB][o-proj work area], then
-// gate/up's work area over the o-proj's (dead by then).
-constexpr int OGU_NW = 8, OGU_GU_NTILE = 2, OGU_GU_MAXT = 3;
-constexpr size_t OGU_GU_WS = (size_t)(D / (32 * OGU_NW)) * OGU_GU_NTILE * OGU_NW * 32 * 16;  // 48 KB
-constexpr size_t OGU_OP_WS = (size_t)(D / (32 * OGU_NW)) * 1 * OGU_NW * 32 * 16;             // 24 KB
-struct OguParams {
-  GemvParams op;  // o-proj, EPI_RESID (K = D, 8 outputs per item, one item per block)
-  GemvParams gu;  // LN + gate/up, EPI_SWIGLU
-  unsigned* bar;  // [2] arrivals, departures (both left at 0)
-  unsigned pace_waves, pace_ns;  // > 0: block b requests its early gate/up items (b % waves) x ns after it starts
-};
-__device__ __forceinline__ unsigned ld_acquire_u32(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-// All gridDim.x blocks: every thread's earlier global writes are visible to every block after it. The last block
-// to leave sets both counters back to 0 (no block reads them again in this launch).
-__device__ __forceinline__ void grid_sync_once(unsigned* bar) {
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    __threadfence();
-    atomicAdd(bar, 1u);
-    while (ld_acquire_u32(bar) < gridDim.x) {
-    }
-    if (atomicAdd(bar + 1, 1u) == gridDim.x - 1) {
-      bar[0] = 0;
-      bar[1] = 0;
-    }
-  }
-  __syncthreads();
-}
-// MODE (timing alternatives): 0 gate/up's first register item and shared-memory item before the wait, the second
-// register item after the o-proj; 1 all three before the wait; 2 the first two right after the wait (attention has
-// ended: its chain does not run under the weight stream), the second after the o-proj.
-template <int MODE>
-__global__ void __launch_bounds__(OGU_NW * 32, 2) ogu1_kernel(const OguParams mp) {
-  const TlStamp tls(mp.op.tl);
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  unsigned char* op_smem = smem_raw + OGU_GU_WS;
-  Gemv1Regs<D, 1, OGU_NW, 1, 1, 1> wo;  // unused: the o-proj tile is in shared memory
-  Gemv1Regs<D, OGU_GU_NTILE, OGU_NW, 1, OGU_GU_MAXT, 1> wg;
-  // before the wait: the o-proj tile, gate/up's first register item and its shared-memory item (2/3 of its bytes);
-  // its second register item only after the o-proj, whose registers it needs (with all three live through the
-  // o-proj, ptxas spills weight registers, and a spilled load stalls until its data arrive)
-  gemv1_load<D, 1, OGU_NW, 1, 1, 1>(mp.op, wo, reinterpret_cast<uint4*>(op_smem), 0, 1);
-  auto gu_first = [&] {
-    gemv1_load<D, OGU_GU_NTILE, OGU_NW, 1, OGU_GU_MAXT, 1>(mp.gu, wg, reinterpret_cast<uint4*>(smem_raw), 0,
-                                                           MODE == 1 ? 2 : 1);
-    gemv1_load<D, OGU_GU_NTILE, OGU_NW, 1, OGU_GU_MAXT, 1>(mp.gu, wg, reinterpret_cast<uint4*>(smem_raw), 2, 3);
-  };
-  if (MODE == 0 && mp.pace_ns) {  // paced: the early stream in waves instead of all at once
-    const unsigned long long until = gtimer() + (unsigned long long)(blockIdx.x % mp.pace_waves) * mp.pace_ns;
-    while (gtimer() < until) {
-    }
-  }
-  if (MODE != 2) gu_first();
-  pdl_handoff(tls);
-  if (MODE == 2) gu_first();
-  // the o-proj waits for its own copy only (gate/up's shared-memory item, committed after it, stays in flight)
-  gemv1_body<D, 1, OGU_NW, 1, EPI_RESID, 1, 1, NoHook, 1>(mp.op, wo, op_smem, NoHook{});
-  if (MODE != 1) gemv1_load<D, OGU_GU_NTILE, OGU_NW, 1, OGU_GU_MAXT, 1>(mp.gu, wg, reinterpret_cast<uint4*>(smem_raw), 1, 2);
-  grid_sync_once(mp.bar);
-  gemv1_body<D, OGU_GU_NTILE, OGU_NW, 1, EPI_SWIGLU, OGU_GU_MAXT, 1>(mp.gu, wg, smem_raw, NoHook{});
 }
 
 // ---- full-K residual GEMV (session 7): one 8-output tile per block, no split-K combine ---------------------------

@@ -91,6 +91,11 @@ struct SkParams {
                       // 2 = no waits between phases (every block runs through its work; token 0)
 };
 
+__device__ __forceinline__ unsigned ld_acquire_u32(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
 __device__ __forceinline__ void sk_bar() { asm volatile("bar.sync 1, %0;" ::"n"(SK_NW * 32) : "memory"); }
 
 // First tile of phase `ph` owned by block b, and how many it owns.
