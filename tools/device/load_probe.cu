@@ -7,12 +7,15 @@
 //   bulk   : cp.async.bulk (TMA) of 48 KB chunks into shared memory, one thread, mbarrier wait (192 KB on one
 //            block per SM, or 96 KB on two)
 // Prints the median time per launch over 50 launches (CUDA events around each launch) and the bandwidth.
-// Build: nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -o load_probe tools/device/load_probe.cu
+// Build (repo root): nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -Iinference/include -Iinference/src
+//   -o load_probe tools/device/load_probe.cu
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <vector>
+
+#include "cuda/cuda_common.cuh"
 
 #define CK(x)                                                                       \
   do {                                                                              \
@@ -25,13 +28,7 @@
 
 constexpr int NTHR = 256;
 
-__device__ __forceinline__ uint4 ldnc(const uint4* p) {
-  uint4 r;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
-               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
-               : "l"(p));
-  return r;
-}
+using cubeforge::cuda::detail::ld_weight;  // the decode GEMVs' streaming weight load
 
 // NREG register loads + NSM cp.async per thread; a warp's 16-byte loads cover 512 contiguous bytes.
 template <int NREG, int NSM>
@@ -40,7 +37,7 @@ __global__ void __launch_bounds__(NTHR, 2) probe(const uint4* buf, size_t block_
   const uint4* base = buf + (size_t)blockIdx.x * block_elems;
   uint4 r[NREG > 0 ? NREG : 1];
 #pragma unroll
-  for (int i = 0; i < NREG; ++i) r[i] = ldnc(base + (size_t)i * NTHR + threadIdx.x);
+  for (int i = 0; i < NREG; ++i) r[i] = ld_weight(base + (size_t)i * NTHR + threadIdx.x);
 #pragma unroll
   for (int i = 0; i < NSM; ++i) {
     const uint4* src = base + (size_t)(NREG + i) * NTHR + threadIdx.x;
