@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Standalone build of cubeforge-gen with only the CUDA GPT backend and its bench/cuda-check commands (no CPU model
 # sources, no yaml/BLAS): used on the GPU machine, and here to prepare a binary to carry. Usage: build_cuda_gpt.sh OUTDIR
+# (EXTRA_NVFLAGS="-DNAME=V ..." adds nvcc flags, e.g. for a compile-time A/B)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT_DIR=${1:-.devcarry/cuda-gpt}
 mkdir -p "$OUT_DIR/obj"
 NVCC=${NVCC:-nvcc}
 NVFLAGS=(-std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a --use_fast_math -lineinfo --expt-relaxed-constexpr
-         -Xptxas -v -Iinference/include -Iinference/src -DCUBEFORGE_HAVE_CUDA=1)
+         -Xptxas -v -Iinference/include -Iinference/src -DCUBEFORGE_HAVE_CUDA=1 ${EXTRA_NVFLAGS:-})
 CXXFLAGS=(-std=c++20 -O2 -Wall -Wextra -Iinference/include -DCUBEFORGE_HAVE_CUDA=1)
 CUDA_INC=$(dirname "$(command -v "$NVCC")")/../include
 CUDA_LIB=$(dirname "$(command -v "$NVCC")")/../lib64
