@@ -21,15 +21,6 @@ using nlohmann::json;
 namespace cubeforge::ai {
 
 namespace {
-std::string iso_now() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  char buf[64];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S%z", &tm);
-  return buf;
-}
-
 std::string new_id() {
   static std::atomic<unsigned> counter{0};
   std::time_t t = std::time(nullptr);
@@ -113,7 +104,7 @@ std::string HistoryStore::add(const JobSpec& spec, const JobOutput& out) {
   e.id = out.saved_id.empty() ? new_id() : out.saved_id;
   e.prompt = spec.request.prompt;
   e.seed = spec.request.seed;
-  e.created = iso_now();
+  e.created = iso_local_time_now();
   e.spec = spec_to_json(spec);
   e.faces = out.mesh ? out.mesh->face_count() : 0;
   e.vertices = out.mesh ? out.mesh->vertex_count() : 0;

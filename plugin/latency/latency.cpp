@@ -41,9 +41,7 @@ Percentiles percentiles(std::vector<double> v) {
   return p;
 }
 
-namespace {
-
-std::string iso_now() {
+std::string iso_local_time_now() {
   std::time_t t = std::time(nullptr);
   std::tm tm{};
   localtime_r(&t, &tm);
@@ -51,6 +49,8 @@ std::string iso_now() {
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S%z", &tm);
   return buf;
 }
+
+namespace {
 
 json pj(const Percentiles& p) { return json{{"p50", p.p50}, {"p95", p.p95}, {"max", p.max}, {"mean", p.mean}, {"n", p.n}}; }
 Percentiles pfrom(const json& j) {
@@ -146,7 +146,7 @@ LatencyRecord make_record(const JobEvent& ev, const std::vector<double>& frame_m
                           const std::string& backend) {
   LatencyRecord r;
   r.job = ev.job;
-  r.time = iso_now();
+  r.time = iso_local_time_now();
   r.state = to_string(ev.state);
   if (ev.state != JobState::Done) r.error = ev.message;
   r.model = model;

@@ -15,6 +15,8 @@ struct Percentiles {
 };
 // Nearest-rank percentiles of a sample (empty sample: all zero).
 Percentiles percentiles(std::vector<double> v);
+// The current local time as ISO 8601 with the UTC offset (LatencyRecord::time; the history's entries use it too).
+std::string iso_local_time_now();
 
 struct LatencyRecord {
   JobId job = 0;
