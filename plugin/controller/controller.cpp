@@ -588,23 +588,11 @@ EntityId Controller::history_place(const std::string& id, std::optional<Vec3> at
   return placed;
 }
 
-JobId Controller::history_regenerate(const std::string& id) {
-  const HistoryEntry* e = history_->find(id);
-  if (!e) return 0;
-  if (busy()) {
-    message(MsgLevel::Error, "A generation is already running: wait for it or press Cancel (Esc).");
-    return 0;
-  }
-  try {
-    JobSpec s = spec_from_json(e->spec);
-    return submit(std::move(s), form_.auto_place, "regenerate");
-  } catch (const std::exception& ex) {
-    message(MsgLevel::Error, std::string("Cannot regenerate: ") + ex.what());
-    return 0;
-  }
-}
+JobId Controller::history_regenerate(const std::string& id) { return resubmit_history(id, false); }
 
-JobId Controller::history_variation(const std::string& id) {
+JobId Controller::history_variation(const std::string& id) { return resubmit_history(id, true); }
+
+JobId Controller::resubmit_history(const std::string& id, bool new_seed) {
   const HistoryEntry* e = history_->find(id);
   if (!e) return 0;
   if (busy()) {
@@ -613,10 +601,10 @@ JobId Controller::history_variation(const std::string& id) {
   }
   try {
     JobSpec s = spec_from_json(e->spec);
-    s.request.seed = random_seed();
-    return submit(std::move(s), form_.auto_place, "variation");
+    if (new_seed) s.request.seed = random_seed();
+    return submit(std::move(s), form_.auto_place, new_seed ? "variation" : "regenerate");
   } catch (const std::exception& ex) {
-    message(MsgLevel::Error, std::string("Cannot make a variation: ") + ex.what());
+    message(MsgLevel::Error, std::string(new_seed ? "Cannot make a variation: " : "Cannot regenerate: ") + ex.what());
     return 0;
   }
 }

@@ -173,6 +173,8 @@ class Controller {
   const std::string& data_dir() const { return data_dir_; }
 
  private:
+  // history_regenerate / history_variation: the entry's job again, with its seed or a new one
+  JobId resubmit_history(const std::string& id, bool new_seed);
   void message(MsgLevel l, std::string text);
   void handle_event(const JobEvent& ev);
   void finish_job(const JobEvent& ev, JobView& view);
