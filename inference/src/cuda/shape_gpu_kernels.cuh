@@ -191,6 +191,42 @@ __global__ void __launch_bounds__(256) attention_kernel(const bf16* __restrict__
 #define CF_ROW_WIDTH() const int W = kFull ? CPL * 256 : w
 #define CF_VEC_ON(c) (kFull || ((c) * 32 + lane) * 8 < W)
 
+// This lane's vectors of a bf16 row (zeros past the row's width).
+template <int CPL, bool kFull>
+__device__ __forceinline__ void row_load_bf16(const bf16* __restrict__ x, int W, int lane, float (&v)[CPL][8]) {
+#pragma unroll
+  for (int c = 0; c < CPL; ++c) {
+    if (CF_VEC_ON(c)) {
+      unpack8(*reinterpret_cast<const uint4*>(x + (c * 32 + lane) * 8), v[c]);
+    } else {
+#pragma unroll
+      for (int e = 0; e < 8; ++e) v[c][e] = 0.0f;
+    }
+  }
+}
+// Mean and 1 / sqrt(var + eps) of a row held as above (two-pass, fp32; the lanes past the width hold zeros).
+template <int CPL, bool kFull>
+__device__ __forceinline__ void row_mean_rstd(const float (&v)[CPL][8], int W, int lane, float eps, float& mean,
+                                              float& r) {
+  float s = 0.0f;
+#pragma unroll
+  for (int c = 0; c < CPL; ++c)
+#pragma unroll
+    for (int e = 0; e < 8; ++e) s += v[c][e];
+  mean = warp_sum(s) * (1.0f / W);
+  float q = 0.0f;
+#pragma unroll
+  for (int c = 0; c < CPL; ++c) {
+    if (!CF_VEC_ON(c)) continue;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      const float d = v[c][e] - mean;
+      q += d * d;
+    }
+  }
+  r = rsqrtf(warp_sum(q) * (1.0f / W) + eps);
+}
+
 // ---- LayerNorm (no affine) of bf16 rows -> bf16 rows ---------------------------------------------------------------
 template <int CPL, bool kFull>
 __global__ void ln_bf16_kernel(const bf16* __restrict__ x, bf16* __restrict__ y, long rows, float eps, int w) {
@@ -198,31 +234,9 @@ __global__ void ln_bf16_kernel(const bf16* __restrict__ x, bf16* __restrict__ y,
   const long row = long(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
   const int lane = threadIdx.x & 31;
   if (row >= rows) return;
-  float v[CPL][8];
-  float s = 0.0f;
-#pragma unroll
-  for (int c = 0; c < CPL; ++c) {
-    if (CF_VEC_ON(c)) {
-      unpack8(*reinterpret_cast<const uint4*>(x + row * W + (c * 32 + lane) * 8), v[c]);
-    } else {
-#pragma unroll
-      for (int e = 0; e < 8; ++e) v[c][e] = 0.0f;
-    }
-#pragma unroll
-    for (int e = 0; e < 8; ++e) s += v[c][e];
-  }
-  const float mean = warp_sum(s) * (1.0f / W);
-  float q = 0.0f;
-#pragma unroll
-  for (int c = 0; c < CPL; ++c) {
-    if (!CF_VEC_ON(c)) continue;
-#pragma unroll
-    for (int e = 0; e < 8; ++e) {
-      const float t = v[c][e] - mean;
-      q += t * t;
-    }
-  }
-  const float r = rsqrtf(warp_sum(q) * (1.0f / W) + eps);
+  float v[CPL][8], mean, r;
+  row_load_bf16<CPL, kFull>(x + row * W, W, lane, v);
+  row_mean_rstd<CPL, kFull>(v, W, lane, eps, mean, r);
 #pragma unroll
   for (int c = 0; c < CPL; ++c) {
     if (!CF_VEC_ON(c)) continue;
@@ -241,8 +255,7 @@ __global__ void resid_ln_f32_kernel(float* __restrict__ h, const bf16* __restric
   const long row = long(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
   const int lane = threadIdx.x & 31;
   if (row >= rows) return;
-  float v[CPL][8];
-  float s = 0.0f;
+  float v[CPL][8], mean, r;
 #pragma unroll
   for (int c = 0; c < CPL; ++c) {
     if (!CF_VEC_ON(c)) {
@@ -262,21 +275,8 @@ __global__ void resid_ln_f32_kernel(float* __restrict__ h, const bf16* __restric
       *reinterpret_cast<float4*>(hp) = make_float4(v[c][0], v[c][1], v[c][2], v[c][3]);
       *reinterpret_cast<float4*>(hp + 4) = make_float4(v[c][4], v[c][5], v[c][6], v[c][7]);
     }
-#pragma unroll
-    for (int e = 0; e < 8; ++e) s += v[c][e];
   }
-  const float mean = warp_sum(s) * (1.0f / W);
-  float q = 0.0f;
-#pragma unroll
-  for (int c = 0; c < CPL; ++c) {
-    if (!CF_VEC_ON(c)) continue;
-#pragma unroll
-    for (int e = 0; e < 8; ++e) {
-      const float d = v[c][e] - mean;
-      q += d * d;
-    }
-  }
-  const float r = rsqrtf(warp_sum(q) * (1.0f / W) + eps);
+  row_mean_rstd<CPL, kFull>(v, W, lane, eps, mean, r);
 #pragma unroll
   for (int c = 0; c < CPL; ++c) {
     if (!CF_VEC_ON(c)) continue;
@@ -421,31 +421,9 @@ __global__ void head_kernel(const bf16* __restrict__ q0, long rows, float eps, c
   const long row = long(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
   const int lane = threadIdx.x & 31;
   if (row >= rows) return;
-  float v[CPL][8];
-  float s = 0.0f;
-#pragma unroll
-  for (int c = 0; c < CPL; ++c) {
-    if (CF_VEC_ON(c)) {
-      unpack8(*reinterpret_cast<const uint4*>(q0 + row * W + (c * 32 + lane) * 8), v[c]);
-    } else {
-#pragma unroll
-      for (int e = 0; e < 8; ++e) v[c][e] = 0.0f;
-    }
-#pragma unroll
-    for (int e = 0; e < 8; ++e) s += v[c][e];
-  }
-  const float mean = warp_sum(s) * (1.0f / W);
-  float q = 0.0f;
-#pragma unroll
-  for (int c = 0; c < CPL; ++c) {
-    if (!CF_VEC_ON(c)) continue;
-#pragma unroll
-    for (int e = 0; e < 8; ++e) {
-      const float d = v[c][e] - mean;
-      q += d * d;
-    }
-  }
-  const float r = rsqrtf(warp_sum(q) * (1.0f / W) + eps);
+  float v[CPL][8], mean, r;
+  row_load_bf16<CPL, kFull>(q0 + row * W, W, lane, v);
+  row_mean_rstd<CPL, kFull>(v, W, lane, eps, mean, r);
   float acc = 0.0f;
 #pragma unroll
   for (int c = 0; c < CPL; ++c) {
