@@ -113,11 +113,10 @@ struct Gemv1 {
       occ = r == 1 ? o : std::min(occ, o);
     }
   }
-  static bool run(const GemvParams& p0, cudaStream_t s, bool pdl, int nsm, bool allow_act = true, int max_grid = 0) {
+  static bool run(const GemvParams& p0, cudaStream_t s, bool pdl, int nsm, bool allow_act = true) {
     if (p0.R > 8 || occ < 1) return false;
     const int total = (p0.N + NT - 1) / NT * KSPLIT;
     int grid = std::min(total, nsm * occ);
-    if (max_grid > 0) grid = std::min(grid, max_grid);
     grid -= grid % KSPLIT;
     if (grid < 1 || (long)grid * MAXT < total) return false;
     GemvParams p = p0;
@@ -129,9 +128,6 @@ struct Gemv1 {
 };
 using Gemv1Qkv = Gemv1<D, 1, 8, 1, EPI_QKV, 3>;     // 576 items on 264 blocks
 using Gemv1Down = Gemv1<F, 1, 8, 4, EPI_RESID, 3>;  // 768 items (192 tiles x 4-way split-K) on 264 blocks
-// Session 10 experiment: the o-proj on few blocks (CUBEFORGE_GPT_OPROJ_BLOCKS, 4 tiles each), so the SMs it leaves
-// free take gate/up's blocks (and their weight requests) while it runs.
-using Gemv1Oproj4 = Gemv1<D, 1, 8, 1, EPI_RESID, 4>;
 // Session 8: gate/up as one round, 768 items of 16 outputs on 264 blocks: two in registers, the third (48 KB) in
 // shared memory (at R = 8: 110 KB per block, still two blocks per SM). EngineOptions::variant bit 31 = session 7.
 using Gemv1GateUp = Gemv1<D, 2, 8, 1, EPI_SWIGLU, 3, 1>;
@@ -316,7 +312,6 @@ struct CudaGptEngine::Impl {
   bool down_fullk = false;  // variant bit 30: full-K one-tile-per-block down-proj at R <= 8 (run 2: slower than
                             // the one-round split-K kernel, 1.0329 vs 0.9972 ms)
   bool attn_serial = false; // variant bit 28: the session-6 attention split combine (one L2 round trip per split)
-  int oproj_blocks = 0;     // session 10 experiment: > 0 = the o-proj as Gemv1Oproj4 on this many blocks
   bool s8 = true;           // session 8: one-round gate/up (cp.async third item), attention's constant loads before
                             // griddepcontrol.wait; variant bit 31 (a negative --variant) = the session-7 path
 
@@ -603,7 +598,6 @@ struct CudaGptEngine::Impl {
     GemvLmN::prepare();
     Gemv1Qkv::prepare();
     Gemv1Down::prepare();
-    Gemv1Oproj4::prepare();
     Gemv1GateUp::prepare();
     GemvQkvP::prepare();
     GemvOprojP::prepare();
@@ -792,8 +786,6 @@ struct CudaGptEngine::Impl {
       o.tl = tl_slot(single_now ? "s.oproj" : "oproj");
       if (ring) RingOproj::run(o, stream, pdl, nsm, ring_nst, smem_optin);
       else if (opts.variant & 1) GemvOprojKs::run(o, stream, pdl, nsm, per_sm, act_stage);
-      else if (oproj_blocks > 0 && per_sm == 0 && Gemv1Oproj4::run(o, stream, pdl, nsm, act_stage, oproj_blocks)) {
-      }
       else if (pipe) GemvOprojP::run(o, stream, pdl, nsm, per_sm, act_stage);
       else GemvOproj::run(o, stream, pdl, nsm, per_sm, act_stage);
     }
@@ -1264,7 +1256,6 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
   m.pipe_wide = (opts.variant & (1 << 29)) != 0;
   m.down_fullk = (opts.variant & (1 << 30)) != 0;
   m.s8 = ((unsigned)opts.variant & (1u << 31)) == 0;  // bit 31: --variant -2147483648 (+ other bits)
-  if (const char* e = std::getenv("CUBEFORGE_GPT_OPROJ_BLOCKS")) m.oproj_blocks = std::atoi(e);
   if (m.pf_attn && m.pf_dist == 0) m.pf_dist = (size_t)16 << 20;
   if (opts.verbose)
     std::fprintf(stderr, "cubeforge cuda: decode GEMVs: %s%s; L2 %d MB, prefetch %zu MB%s%s, weight loads %s%s%s\n",
