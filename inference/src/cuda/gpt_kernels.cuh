@@ -238,11 +238,10 @@ __device__ __forceinline__ void cbar() {
 // before the other threads read them). Session 10 measured fence.acq_rel.gpu and atom.add.acq_rel.gpu in place of
 // membar.gl + a relaxed atomic: TPOT equal within 0.1% (docs/cuda-gpt-notes.md).
 __device__ __forceinline__ void arrival_release() { __threadfence(); }
-__device__ __forceinline__ unsigned arrival_add(unsigned* cnt) { return atomicAdd(cnt, 1u); }
 __device__ __forceinline__ void arrival_acquire() { __threadfence(); }
 __device__ __forceinline__ unsigned arrive(unsigned* cnt) {
   arrival_release();
-  return arrival_add(cnt);
+  return atomicAdd(cnt, 1u);
 }
 
 // The argmax rule of the lm_head tails: (v, i) replaces (bv, bi) if larger, or equal with a smaller index.
@@ -958,7 +957,7 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
       unsigned old[MAXT];
 #pragma unroll
       for (int j = 0; j < MAXT; ++j)
-        if (j < nmine) old[j] = arrival_add(&p.ks_cnt[(blockIdx.x + j * G) / KSPLIT]);
+        if (j < nmine) old[j] = atomicAdd(&p.ks_cnt[(blockIdx.x + j * G) / KSPLIT], 1u);
       bool any = false;
 #pragma unroll
       for (int j = 0; j < MAXT; ++j)
