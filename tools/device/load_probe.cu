@@ -6,7 +6,8 @@
 //   async  : 24 cp.async (16 B) per thread into shared memory (96 KB per block)
 //   bulk   : cp.async.bulk (TMA) of 48 KB chunks into shared memory, one thread, mbarrier wait (192 KB on one
 //            block per SM, or 96 KB on two)
-// Prints the median time per launch over 50 launches (CUDA events around each launch) and the bandwidth.
+// Prints the median time per launch over 50 launches (CUDA events around each launch) and the bandwidth. Launches
+// start 56 MB apart (more than the largest launch reads), so no launch reads what the one before it left in L2.
 // Build (repo root): nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -Iinference/include -Iinference/src
 //   -o load_probe tools/device/load_probe.cu
 #include <cuda_runtime.h>
@@ -16,15 +17,6 @@
 #include <vector>
 
 #include "cuda/cuda_common.cuh"
-
-#define CK(x)                                                                       \
-  do {                                                                              \
-    cudaError_t e = (x);                                                            \
-    if (e != cudaSuccess) {                                                         \
-      std::printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e), __FILE__, __LINE__); \
-      return 1;                                                                     \
-    }                                                                               \
-  } while (0)
 
 constexpr int NTHR = 256;
 
@@ -100,19 +92,20 @@ double median_us(cudaStream_t s, L&& launch, int reps = 50) {
   return t[t.size() / 2];
 }
 
-int main() {
+int main() try {
   const size_t total = 1ull << 30;
   unsigned char* buf = nullptr;
   unsigned* sink = nullptr;
-  CK(cudaMalloc(&buf, total + (64 << 20)));
-  CK(cudaMalloc(&sink, 4));
-  CK(cudaMemset(buf, 1, total + (64 << 20)));
+  CF_CUDA(cudaMalloc(&buf, total + (64 << 20)));
+  CF_CUDA(cudaMalloc(&sink, 4));
+  CF_CUDA(cudaMemset(buf, 1, total + (64 << 20)));
   cudaStream_t s;
-  CK(cudaStreamCreate(&s));
+  CF_CUDA(cudaStreamCreate(&s));
   int nsm = 0;
-  CK(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, 0));
-  const size_t per_launch = (size_t)37748736;  // gate/up: 12288 x 1536 bf16
-  auto offset = [&](int i) { return (size_t)(i % 24) * (per_launch + (1 << 20)); };  // 24 launches ~ 930 MB apart
+  CF_CUDA(cudaDeviceGetAttribute(&nsm, cudaDevAttrMultiProcessorCount, 0));
+  const size_t per_launch = (size_t)37748736;  // gate/up: 12288 x 1536 bf16 (the copy's size)
+  const size_t stride = (size_t)56 << 20;       // > the largest launch (51.9 MB): 18 start points over 1 GiB
+  auto offset = [&](int i) { return (size_t)(i % 18) * stride; };
   // empty launch for the launch + event overhead
   const double t0 = median_us(s, [&](int) { probe<0, 0><<<2 * nsm, NTHR, 0, s>>>((const uint4*)buf, 0, sink); });
   std::printf("empty launch (%d blocks): %.2f us\n", 2 * nsm, t0);
@@ -127,24 +120,24 @@ int main() {
     return cudaGetLastError();
   };
   const int B2 = 2 * nsm;  // 264 blocks; 36 loads x 256 threads x 16 B = 144 KB per block = 38.9 MB
-  CK(run("regs: 36 x 16 B per thread", probe<36, 0>, B2, 0, 36 * 4096));
-  CK(run("mixed: 24 regs + 12 cp.async (gate/up split)", probe<24, 12>, B2, 12 * 4096, 36 * 4096));
-  CK(run("regs: 24 x 16 B per thread (96 KB)", probe<24, 0>, B2, 0, 24 * 4096));
-  CK(run("cp.async: 24 x 16 B per thread (96 KB smem)", probe<0, 24>, B2, 24 * 4096, 24 * 4096));
-  CK(run("regs: 12 x 16 B, 4 waves of blocks", probe<12, 0>, 4 * B2, 0, 12 * 4096));
+  CF_CUDA(run("regs: 36 x 16 B per thread", probe<36, 0>, B2, 0, 36 * 4096));
+  CF_CUDA(run("mixed: 24 regs + 12 cp.async (gate/up split)", probe<24, 12>, B2, 12 * 4096, 36 * 4096));
+  CF_CUDA(run("regs: 24 x 16 B per thread (96 KB)", probe<24, 0>, B2, 0, 24 * 4096));
+  CF_CUDA(run("cp.async: 24 x 16 B per thread (96 KB smem)", probe<0, 24>, B2, 24 * 4096, 24 * 4096));
+  CF_CUDA(run("regs: 12 x 16 B, 4 waves of blocks", probe<12, 0>, 4 * B2, 0, 12 * 4096));
   // bulk: one block per SM, 4 x 48 KB = 192 KB, and 2 blocks per SM x 2 x 48 KB
   for (int cfg = 0; cfg < 2; ++cfg) {
     const int blocks = cfg == 0 ? nsm : B2, nch = cfg == 0 ? 4 : 2;
     const unsigned ch = 48 * 1024;
     const size_t smem = (size_t)nch * ch;
-    CK(cudaFuncSetAttribute(probe_bulk, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    CF_CUDA(cudaFuncSetAttribute(probe_bulk, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     const double t = median_us(s, [&](int i) {
       probe_bulk<<<blocks, NTHR, smem, s>>>(buf + offset(i), (size_t)nch * ch, nch, ch, sink);
     });
     const double bytes = (double)blocks * nch * ch;
     std::printf("bulk: %d x 48 KB per block (TMA)                %4d blocks = %5.1f MB: %7.2f us (%.2f TB/s; minus empty %.2f TB/s)\n",
                 nch, blocks, bytes / 1e6, t, bytes / t / 1e6, bytes / (t - t0) / 1e6);
-    CK(cudaGetLastError());
+    CF_CUDA(cudaGetLastError());
   }
   // device-to-device copy of the same size for reference
   const double tc = median_us(s, [&](int i) {
@@ -153,4 +146,7 @@ int main() {
   });
   std::printf("cudaMemcpy D2D %.1f MB: %.2f us (%.2f TB/s read+write)\n", per_launch / 1e6, tc, 2.0 * per_launch / tc / 1e6);
   return 0;
+} catch (const std::exception& e) {
+  std::printf("%s\n", e.what());
+  return 1;
 }
