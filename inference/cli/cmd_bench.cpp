@@ -294,6 +294,16 @@ struct Cmp {
   int agree = 0, steps = 0;
 };
 
+// FNV-1a over the bytes of a vector: cuda-check prints it for the engine's logits and tokens, so two builds (e.g.
+// before and after a refactor) can be compared bitwise from their output alone.
+template <typename T>
+unsigned long long fnv1a(const std::vector<T>& v) {
+  unsigned long long h = 1469598103934665603ull;
+  const unsigned char* b = reinterpret_cast<const unsigned char*>(v.data());
+  for (size_t i = 0; i < v.size() * sizeof(T); ++i) h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+
 int run_check(int argc, char** argv) {
   const char* usage =
       "usage: cubeforge-gen cuda-check --synthetic v0.1|v0.5|tiny|micro1|micro2 [--seed S] [--no-pdl] [--variant BITS]\n"
@@ -321,6 +331,7 @@ int run_check(int argc, char** argv) {
   auto tokens = eng->generate(go);  // greedy, reference single block: the teacher-forced sequence
   std::printf("engine greedy tokens[0..7]: %d %d %d %d %d %d %d %d\n", tokens[0], tokens[1], tokens[2], tokens[3],
               tokens[4], tokens[5], tokens[6], tokens[7]);
+  std::printf("digest: greedy tokens %016llx\n", fnv1a(tokens));
 
   auto engine_logits = [&](SingleBlockAttention mode, bool graph, int steps, std::vector<int32_t>* am) {
     eng->prefill(cond.data(), 2, true);
@@ -356,6 +367,9 @@ int run_check(int argc, char** argv) {
     if (pass == 2) ref.round_weights_to_bf16();
     std::vector<int32_t> eam;
     auto el = engine_logits(mode, true, N, &eam);
+    if (pass < 2)
+      std::printf("digest: teacher-forced logits, single block %s: %016llx\n",
+                  mode == SingleBlockAttention::Causal ? "causal" : "reference", fnv1a(el));
     auto rl = ref.forward(cond.data(), 2, true, tokens, N, mode);  // [2][N][Vs]
     if (pass == 0) rl0 = rl;
     Cmp c;
@@ -448,8 +462,10 @@ int run_check(int argc, char** argv) {
     eng->prefill(c8.data(), 16, true);
     double num = 0, den = 0;
     bool bitwise = true;
+    std::vector<float> all8;
     for (int k = 0; k < T; ++k) {
       auto l = eng->step_logits(std::vector<int32_t>(8, tokens[k]), g, SingleBlockAttention::Reference, true);
+      all8.insert(all8.end(), l.begin(), l.end());
       for (int p = 0; p < 8; ++p)
         for (int half = 0; half < 2; ++half) {
           const float* x = l.data() + (size_t)(half * 8 + p) * Vs;
@@ -464,6 +480,7 @@ int run_check(int argc, char** argv) {
     const double rel = std::sqrt(num / den);
     std::printf("batch 8 (16 rows) vs batch 1 logits over %d steps: rel diff %.3e (%s)\n", T, rel,
                 bitwise ? "bitwise identical" : "not bitwise");
+    std::printf("digest: batch 8 logits over %d steps: %016llx\n", T, fnv1a(all8));
     if (!(rel < 2e-3)) ++failures;
   }
   // cancellation + streaming callback
