@@ -63,17 +63,14 @@ struct GenerateStats {
 struct EngineOptions {
   bool pdl = true;                       // programmatic dependent launch between decode kernels
   bool verbose = true;                   // print VRAM use at load (stderr)
-  int variant = 0;                       // kernel-shape experiments: bit 0 split-K o-proj, bit 1 16-warp down-proj,
-                                         // bit 2 one GEMV block per SM (else as many as fit),
-                                         // bit 3 row-major decode weights (default: blocked 8x32 layout),
-                                         // bit 4 decode GEMV activations bf16 only (default: bf16 hi + lo parts),
-                                         // bit 5 prefill GEMM activations bf16 only (default: hi + lo parts),
-                                         // bit 6 qkv GEMV tiles of 16 outputs (default 8), bit 7 down GEMV
-                                         // 2-way split-K (default 4), bit 8 gate/up + lm_head GEMVs at the
-                                         // compiler's register count (default <= 128: 2 blocks/SM),
-                                         // bit 9 down GEMV 8-way split-K, bit 10 ring GEMVs (weights
-                                         // streamed through a shared-memory ring by bulk copies; default:
-                                         // register GEMVs), bits 11 / 12 ring depth 3 / 10 stages (default 6)
+  // Experiments and diagnostics, as bits (create() refuses any other bit; the alternatives measured slower in
+  // sessions 3-10 were removed in session 11, docs/cuda-gpt.md says where they last were):
+  //   bit 3 (8): row-major decode weights (default: the blocked 8 x 32 layout)
+  //   bit 4 (16): decode GEMV activations bf16 only (default: bf16 hi + lo parts, ~16 mantissa bits)
+  //   bit 5 (32): prefill GEMM activations bf16 only (default: hi + lo parts)
+  //   timing diagnostics, wrong outputs: bit 18 (262144) no attention kernels, bit 19 (524288) every GEMV reads one
+  //   L2-resident 2 MB range; bit 21 (2097152): per-kernel timeline of one replayed step on stderr (outputs right)
+  int variant = 0;
 };
 
 class GenericGptEngine;  // inference/src/cuda/gpt_generic.h

@@ -24,26 +24,25 @@ using namespace detail;
 
 namespace {
 
-constexpr bool kRingDefault = false;  // see EngineOptions::variant bit 10 (session 4: the ring measured slower)
-// L2 prefetch distance (bytes ahead of the consumers in the step's weight stream), EngineOptions::variant bits
-// 13..15: 0 = this default, 1 = off, 2..7 = 4, 8, 12, 16, 24, 32 MB. Session 5 measured every distance slower than
-// none (docs/cuda-gpt-notes.md), so the default is off.
-constexpr size_t kPfDefaultMB = 0;
-constexpr size_t kPfMB[8] = {kPfDefaultMB, 0, 4, 8, 12, 16, 24, 32};
+// EngineOptions::variant: the bits that still select something (cuda_gpt.h); create() refuses the others.
+constexpr unsigned kVarRowMajor = 8, kVarBf16Dec = 16, kVarBf16Pre = 32;
+constexpr unsigned kVarNoAttn = 1u << 18, kVarL2Weights = 1u << 19, kVarTimeline = 1u << 21;
+constexpr unsigned kVarKnown = kVarRowMajor | kVarBf16Dec | kVarBf16Pre | kVarNoAttn | kVarL2Weights | kVarTimeline;
 
 double now_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 // ---- GEMV configurations (outputs per block = 8 NTILE, NW warps along K, KSPLIT blocks along K) ---------------
-// MINB applies to R <= 8 rows (the batch <= 4 path); the 16-row instantiation always takes MINB 1.
+// Persistent GEMV (gemv_kernel): serves every row count (the 16-row batch-8 path always) and the shapes the one-round
+// kernel cannot take. MINB applies to R <= 8 rows; the 16-row instantiation always takes MINB 1.
 template <int K, int NTILE, int NW, int KSPLIT, int EPI, bool LN, int MINB = 1, int PIPE = 0>
 struct Gemv {
   static constexpr int NT = 8 * NTILE;
   // Non-LN inputs are staged in shared memory (hi + lo rows) when they take at most this many bytes (session 5).
   static constexpr size_t kActSmemMax = 100 * 1024;
   static size_t act_bytes(int R) { return ((size_t)2 * R * (K + 32) * 2 + 15) & ~size_t(15); }
-  static bool act_smem(int R, bool allow) { return !LN && allow && act_bytes(R) <= kActSmemMax; }
+  static bool act_smem(int R) { return !LN && act_bytes(R) <= kActSmemMax; }
   static size_t smem(int R, bool act = false) {
     size_t s = LN ? act_bytes(R) + 16 * sizeof(float2) : (act ? act_bytes(R) : 0);  // hi + lo rows
     return s + (size_t)NW * NTILE * 128 * 4 + 16 * NT * 4 + 32 * 4;
@@ -53,7 +52,7 @@ struct Gemv {
   // the largest R is not always the largest launch: session 5's first staged build failed on this).
   static size_t smem_max(int r0, int r1) {
     size_t m = 0;
-    for (int r = r0; r <= r1; ++r) m = std::max(m, smem(r, act_smem(r, true)));
+    for (int r = r0; r <= r1; ++r) m = std::max(m, smem(r, act_smem(r)));
     return m;
   }
   static void prepare() {
@@ -69,14 +68,13 @@ struct Gemv {
     occ[1] = std::max(occ[1], 1);
   }
   static int blocks(int N) { return (N + NT - 1) / NT * KSPLIT; }  // tiles (work items)
-  // Persistent grid: at most per_sm blocks per SM (0: as many as fit).
-  static void run(const GemvParams& p0, cudaStream_t s, bool pdl, int nsm, int per_sm, bool allow_act = true) {
+  // Persistent grid: as many blocks as fit (one wave), each walking its tiles.
+  static void run(const GemvParams& p0, cudaStream_t s, bool pdl, int nsm) {
     GemvParams p = p0;
     const bool m16 = p.R > 8;
-    p.act_smem = act_smem(p.R, allow_act) ? 1 : 0;
+    p.act_smem = act_smem(p.R) ? 1 : 0;
     const size_t sm = smem(p.R, p.act_smem != 0);
-    const int cap = nsm * (per_sm > 0 ? std::min(per_sm, occ[m16]) : occ[m16]);
-    const dim3 grid(std::min(blocks(p.N), cap));
+    const dim3 grid(std::min(blocks(p.N), nsm * occ[m16]));
     if (m16)
       launch(gemv_kernel<K, NTILE, NW, KSPLIT, EPI, LN, true, 1, PIPE>, grid, dim3(NW * 32), sm, s, pdl, p);
     else
@@ -93,7 +91,7 @@ struct Gemv1 {
   static constexpr bool LN = EPI != EPI_RESID;
   static constexpr size_t kActSmemMax = 100 * 1024;
   static size_t act_bytes(int R) { return ((size_t)2 * R * (K + 32) * 2 + 15) & ~size_t(15); }
-  static bool act_smem(int R, bool allow) { return !LN && allow && act_bytes(R) <= kActSmemMax; }
+  static bool act_smem(int R) { return !LN && act_bytes(R) <= kActSmemMax; }
   static size_t smem(int R, bool act) {
     size_t s = LN ? act_bytes(R) + 16 * sizeof(float2) : (act ? act_bytes(R) : 0);
     const size_t ws = (size_t)NSM * (K / KSPLIT / (32 * NW)) * NTILE * NW * 32 * 16;  // cp.async weight items
@@ -102,130 +100,48 @@ struct Gemv1 {
   static inline int occ = 0;  // resident blocks per SM at the largest launch (R = 8)
   static void prepare() {
     size_t m = 0;
-    for (int r = 1; r <= 8; ++r) m = std::max(m, smem(r, act_smem(r, true)));
+    for (int r = 1; r <= 8; ++r) m = std::max(m, smem(r, act_smem(r)));
     CF_CUDA(cudaFuncSetAttribute(gemv1_kernel<K, NTILE, NW, KSPLIT, EPI, MAXT, NSM>,
                                  cudaFuncAttributeMaxDynamicSharedMemorySize, (int)m));
     occ = 0;
     for (int r = 1; r <= 8; ++r) {  // the smallest occupancy over the row counts it may serve
       int o = 0;
       CF_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&o, gemv1_kernel<K, NTILE, NW, KSPLIT, EPI, MAXT, NSM>,
-                                                            NW * 32, smem(r, act_smem(r, true))));
+                                                            NW * 32, smem(r, act_smem(r))));
       occ = r == 1 ? o : std::min(occ, o);
     }
   }
-  static bool run(const GemvParams& p0, cudaStream_t s, bool pdl, int nsm, bool allow_act = true) {
+  static bool run(const GemvParams& p0, cudaStream_t s, bool pdl, int nsm) {
     if (p0.R > 8 || occ < 1) return false;
     const int total = (p0.N + NT - 1) / NT * KSPLIT;
     int grid = std::min(total, nsm * occ);
     grid -= grid % KSPLIT;
     if (grid < 1 || (long)grid * MAXT < total) return false;
     GemvParams p = p0;
-    p.act_smem = act_smem(p.R, allow_act) ? 1 : 0;
+    p.act_smem = act_smem(p.R) ? 1 : 0;
     launch(gemv1_kernel<K, NTILE, NW, KSPLIT, EPI, MAXT, NSM>, dim3(grid), dim3(NW * 32), smem(p.R, p.act_smem != 0), s,
            pdl, p);
     return true;
   }
 };
+// The decode step's GEMVs. At <= 8 rows (batch <= 4) qkv, gate/up and the down-proj are one-round kernels; the
+// persistent kernels serve 16 rows and any launch the one-round kernels refuse. Everything else measured in sessions
+// 3-10 (other tilings, split-K widths, register counts, the shared-memory ring, L2 prefetch windows, the full-K
+// down-proj) was slower and was removed in session 11 (docs/cuda-gpt.md, "Session 11").
 using Gemv1Qkv = Gemv1<D, 1, 8, 1, EPI_QKV, 3>;     // 576 items on 264 blocks
 using Gemv1Down = Gemv1<F, 1, 8, 4, EPI_RESID, 3>;  // 768 items (192 tiles x 4-way split-K) on 264 blocks
 // Session 8: gate/up as one round, 768 items of 16 outputs on 264 blocks: two in registers, the third (48 KB) in
-// shared memory (at R = 8: 110 KB per block, still two blocks per SM). EngineOptions::variant bit 31 = session 7.
+// shared memory (at R = 8: 110 KB per block, still two blocks per SM).
 using Gemv1GateUp = Gemv1<D, 2, 8, 1, EPI_SWIGLU, 3, 1>;
-// Session 7 defaults: PIPE 1 (both register sets before griddepcontrol.wait, refill right after the MMAs); the
-// session-6 kernels (PIPE 0) stay behind EngineOptions::variant bit 26.
-using GemvQkvP = Gemv<D, 1, 8, 1, EPI_QKV, true, 2, 1>;
-using GemvOprojP = Gemv<D, 1, 8, 1, EPI_RESID, false, 2, 1>;
-using GemvDownP = Gemv<F, 1, 8, 4, EPI_RESID, false, 2, 1>;
-// gate/up and lm_head (16-output tiles) stay PIPE 0 by default: with PIPE 1 they spill (156 / 304 B at 128
-// registers) and measured slower (session 7 run 1: 1.0295 ms with them, 1.0069 without). Bit 29: PIPE 1.
-using GemvGateUpP = Gemv<D, 2, 8, 1, EPI_SWIGLU, true, 2, 1>;
-using GemvLmP = Gemv<D, 2, 8, 1, EPI_LMHEAD, true, 2, 1>;
-
-// Full-K down-proj (gemv_fullk_kernel, session 7, variant bit 30): one tile per block, the sums of the 4-way split-K
-// kernel (GemvDown) in the same order, no combine. R <= 8 and a grid of N / 8 blocks that fits in one wave, else
-// false. Measured slower than Gemv1Down (run 2: down 11.65 vs 11.0 us per layer; 127 registers with a 96 B spill,
-// and 60 of 132 SMs pull two 96 KB tiles).
-struct GemvDownFullK {
-  static constexpr int K = F, NW = 8, KV = 4, NT = 8;
-  static constexpr size_t kActSmemMax = 100 * 1024;
-  static size_t act_bytes(int R) { return ((size_t)2 * R * (K + 32) * 2 + 15) & ~size_t(15); }
-  static bool act_smem(int R, bool allow) { return allow && act_bytes(R) <= kActSmemMax; }
-  static size_t smem(int R, bool act) {
-    const size_t a = act ? act_bytes(R) : 0, red = (size_t)KV * NW * 128 * 4;
-    return std::max(a, red) + (size_t)KV * 16 * NT * 4 + 16 * NT * 4 + 32 * 4;
-  }
-  static inline int occ = 0;
-  static void prepare() {
-    size_t m = 0;
-    for (int r = 1; r <= 8; ++r) m = std::max(m, smem(r, act_smem(r, true)));
-    CF_CUDA(cudaFuncSetAttribute(gemv_fullk_kernel<K, NW, KV>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)m));
-    for (int r = 1; r <= 8; ++r) {
-      int o = 0;
-      CF_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&o, gemv_fullk_kernel<K, NW, KV>, NW * 32,
-                                                            smem(r, act_smem(r, true))));
-      occ = r == 1 ? o : std::min(occ, o);
-    }
-  }
-  static bool run(const GemvParams& p0, cudaStream_t s, bool pdl, int nsm, bool allow_act = true) {
-    const int tiles = p0.N / NT;
-    if (p0.R > 8 || p0.N % NT || occ < 1 || tiles > nsm * occ) return false;
-    GemvParams p = p0;
-    p.act_smem = act_smem(p.R, allow_act) ? 1 : 0;
-    launch(gemv_fullk_kernel<K, NW, KV>, dim3(tiles), dim3(NW * 32), smem(p.R, p.act_smem != 0), s, pdl, p);
-    return true;
-  }
-};
-// Defaults measured best in session 3 (docs/cuda-gpt-notes.md); the others stay as EngineOptions::variant bits.
-using GemvQkv = Gemv<D, 1, 8, 1, EPI_QKV, true, 2>;      // 576 tiles of 8 outputs
-using GemvQkv16 = Gemv<D, 2, 8, 1, EPI_QKV, true, 2>;    // bit 6: 288 tiles of 16 (a 2nd round on 24 of 264 slots)
-using GemvOproj = Gemv<D, 1, 8, 1, EPI_RESID, false, 2>;
-using GemvOprojKs = Gemv<D, 1, 8, 2, EPI_RESID, false, 2>;
+// Persistent kernels. PIPE 1 (session 7; both register sets requested before griddepcontrol.wait, a set refilled
+// right after its MMAs) for the 8-output tiles; gate/up and lm_head (16-output tiles) keep PIPE 0: with PIPE 1 they
+// spill at 128 registers and measured slower (session 7). Tiles of 8 outputs for qkv / o-proj / down-proj, 4-way
+// split-K for the down-proj (K 6144), <= 128 registers so two blocks share an SM.
+using GemvQkv = Gemv<D, 1, 8, 1, EPI_QKV, true, 2, 1>;
+using GemvOproj = Gemv<D, 1, 8, 1, EPI_RESID, false, 2, 1>;
 using GemvGateUp = Gemv<D, 2, 8, 1, EPI_SWIGLU, true, 2>;
-using GemvGateUpN = Gemv<D, 2, 8, 1, EPI_SWIGLU, true, 1>;  // bit 8: compiler's register count (138: 1 block/SM)
-using GemvDown = Gemv<F, 1, 8, 4, EPI_RESID, false, 2>;    // 4-way split-K, 120 registers, 2 blocks/SM
-using GemvDownKs2 = Gemv<F, 1, 8, 2, EPI_RESID, false, 1>; // bit 7: 2-way split-K (168 registers, 1 block/SM)
-using GemvDownKs8 = Gemv<F, 1, 8, 8, EPI_RESID, false, 2>; // bit 9: 8-way split-K
-using GemvDown16 = Gemv<F, 1, 16, 2, EPI_RESID, false, 1>;
+using GemvDown = Gemv<F, 1, 8, 4, EPI_RESID, false, 2, 1>;
 using GemvLm = Gemv<D, 2, 8, 1, EPI_LMHEAD, true, 2>;
-using GemvLmN = Gemv<D, 2, 8, 1, EPI_LMHEAD, true, 1>;      // bit 8: compiler's register count (146: 1 block/SM)
-
-// Ring GEMV (gemv_ring_kernel): one block per SM, weights through a shared-memory ring of nst 12 KB stages.
-template <int K, int NTILE, int EPI, bool LN>
-struct GemvRing {
-  static constexpr int NT = 8 * NTILE;
-  static size_t smem(int R, bool act, int nst) {
-    size_t s = (size_t)nst * RING_STAGE_BYTES + 2 * nst * 8;
-    s = (s + 15) & ~size_t(15);
-    if (LN || act) s += ((size_t)2 * R * (K + 32) * 2 + 15) & ~size_t(15);
-    if (LN) s += 16 * sizeof(float2);
-    return s + (size_t)RING_NW * NTILE * 128 * 4 + 16 * NT * 4 + 32 * 4;
-  }
-  static void prepare(int optin) {
-    CF_CUDA(cudaFuncSetAttribute(gemv_ring_kernel<K, NTILE, EPI, LN, true>,
-                                 cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
-    CF_CUDA(cudaFuncSetAttribute(gemv_ring_kernel<K, NTILE, EPI, LN, false>,
-                                 cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
-  }
-  static void run(const GemvParams& p0, cudaStream_t s, bool pdl, int nsm, int nst, int optin) {
-    GemvParams p = p0;
-    if (p.N % NT) throw cubeforge::Error("CUDA GPT: ring GEMV needs N % " + std::to_string(NT) + " == 0");
-    if (!p.blocked) throw cubeforge::Error("CUDA GPT: ring GEMV needs the blocked weight layout");
-    p.nst = nst;
-    p.act_smem = (!LN && smem(p.R, true, nst) <= (size_t)optin) ? 1 : 0;
-    const size_t bytes = smem(p.R, LN || p.act_smem, nst);
-    if (bytes > (size_t)optin) throw cubeforge::Error("CUDA GPT: ring GEMV shared memory over the device limit");
-    const dim3 grid(std::min(p.N / NT, nsm));
-    if (p.R > 8)
-      launch(gemv_ring_kernel<K, NTILE, EPI, LN, true>, grid, dim3(RING_THREADS), bytes, s, pdl, p);
-    else
-      launch(gemv_ring_kernel<K, NTILE, EPI, LN, false>, grid, dim3(RING_THREADS), bytes, s, pdl, p);
-  }
-};
-using RingQkv = GemvRing<D, 1, EPI_QKV, true>;
-using RingOproj = GemvRing<D, 1, EPI_RESID, false>;
-using RingGateUp = GemvRing<D, 2, EPI_SWIGLU, true>;
-using RingDown = GemvRing<F, 1, EPI_RESID, false>;
-using RingLm = GemvRing<D, 2, EPI_LMHEAD, true>;
 
 struct LayerW {
   bf16 *x_qkv = nullptr, *x_vb = nullptr, *x_o = nullptr, *x_ob = nullptr, *x_gu = nullptr, *x_gub = nullptr,
@@ -273,19 +189,8 @@ struct CudaGptEngine::Impl {
   float *pc = nullptr, *pacc = nullptr, *pq = nullptr;
   bf16 *pact = nullptr, *patt = nullptr;
   int lm_blocks = 0;
-  int nsm = 132, per_sm = 0, blocked = 0;
-  bool ring = false;     // ring GEMVs (gemv_ring_kernel) instead of the register GEMVs
-  int ring_nst = 6, smem_optin = 0;
+  int nsm = 132, blocked = 0, smem_optin = 0;
   int split_dec = 1, split_pre = 1;  // activation operands as bf16 hi + lo (decode GEMVs / prefill GEMMs)
-  // L2 prefetch (gpt_kernels.cuh, Prefetch): the step's weights in consumption order, the consumers' position in
-  // that stream while enqueue_step() runs, and the window distance.
-  struct Seg {
-    const unsigned char* p;
-    size_t n;
-  };
-  std::vector<Seg> wstream;
-  size_t ws_total = 0, ws_cursor = 0, pf_dist = 0;
-  bool pf_attn = false;   // variant bit 20: only the attention kernels prefetch (the next pf_dist bytes)
   bool diag_no_attn = false, diag_l2w = false;  // timing-only diagnostics (bits 18, 19): wrong outputs
   // Timeline diagnostics (bit 21): stamps of every decode kernel of one step (TlStamp), printed by generate().
   bool diag_tl = false;
@@ -299,21 +204,9 @@ struct CudaGptEngine::Impl {
     if (!step0_now) kname[kseq] = name;
     return tl + 3 * (size_t)kseq++;
   }
-  bool pf_prime = false;  // the next window also covers [cursor, cursor + dist) (nothing was prefetched before)
-  int pf_last = 0, evict_first = 1;
-  bool single_now = false;  // enqueue_step is in the single block (timeline names)
   bool step0_now = false;   // enqueue_step of step 0 (its kernels do not name the graph's timeline slots)
+  bool single_now = false;  // enqueue_step is in the single block (timeline names)
   int kseq_graph = 0;       // kernels of a graph step (timeline)
-  bool act_stage = true;    // o-proj / down inputs staged in shared memory (variant bit 22 turns it off)
-  int gemv_opt = 0;         // GemvParams::opt (variant bits 23..25: the session-5 LN prologue / lm tail / resid)
-  bool pipe = true;         // session 7: PIPE 1 persistent qkv / o-proj / down GEMVs (bit 26: the session-6 order)
-  bool one_round = true;    // session 7: qkv / down-proj as one-round GEMVs where they fit (variant bit 27: off)
-  bool pipe_wide = false;   // variant bit 29: gate/up and lm_head (16-output tiles) with PIPE 1 (default PIPE 0)
-  bool down_fullk = false;  // variant bit 30: full-K one-tile-per-block down-proj at R <= 8 (run 2: slower than
-                            // the one-round split-K kernel, 1.0329 vs 0.9972 ms)
-  bool attn_serial = false; // variant bit 28: the session-6 attention split combine (one L2 round trip per split)
-  bool s8 = true;           // session 8: one-round gate/up (cp.async third item), attention's constant loads before
-                            // griddepcontrol.wait; variant bit 31 (a negative --variant) = the session-7 path
 
   // Fused decode step (gpt_step_kernel.cuh): one persistent kernel per decode step for R <= SK_RMAX rows (steps
   // after step 0). Opt-in (CUBEFORGE_GPT_STEP=1): measured slower than the per-kernel path (session 9: 1.14 vs
@@ -585,31 +478,13 @@ struct CudaGptEngine::Impl {
     pq = dalloc<float>(M * D);
     patt = dalloc<bf16>(2 * M * D);
     GemvQkv::prepare();
-    GemvQkv16::prepare();
     GemvOproj::prepare();
-    GemvOprojKs::prepare();
     GemvGateUp::prepare();
-    GemvGateUpN::prepare();
     GemvDown::prepare();
-    GemvDownKs2::prepare();
-    GemvDownKs8::prepare();
-    GemvDown16::prepare();
     GemvLm::prepare();
-    GemvLmN::prepare();
     Gemv1Qkv::prepare();
     Gemv1Down::prepare();
     Gemv1GateUp::prepare();
-    GemvQkvP::prepare();
-    GemvOprojP::prepare();
-    GemvGateUpP::prepare();
-    GemvDownP::prepare();
-    GemvLmP::prepare();
-    GemvDownFullK::prepare();
-    RingQkv::prepare(smem_optin);
-    RingOproj::prepare(smem_optin);
-    RingGateUp::prepare(smem_optin);
-    RingDown::prepare(smem_optin);
-    RingLm::prepare(smem_optin);
   }
 
   // ---------------------------------------------------------------------------------------------------------------
@@ -671,69 +546,9 @@ struct CudaGptEngine::Impl {
     p.ks_scratch = ks_scratch;
     p.ks_cnt = ks_cnt;
     p.split = split_dec;
-    p.opt = gemv_opt;
-    p.evict_first = evict_first;
     p.wmask = diag_l2w ? ((1ull << 20) - 1) : 0;
     p.tl = nullptr;
     return p;
-  }
-
-  // The weights one decode step reads, in kernel order (must follow enqueue_step / block_step).
-  void build_wstream(const StepKind& k) {
-    wstream.clear();
-    auto add = [&](const bf16* p, size_t elems) { wstream.push_back({reinterpret_cast<const unsigned char*>(p), elems * 2}); };
-    auto blk = [&](const LayerW& w, bool attn) {
-      if (attn) {
-        add(w.x_qkv, (size_t)3 * D * D);
-        add(w.x_o, (size_t)D * D);
-      }
-      add(w.x_gu, (size_t)2 * F * D);
-      add(w.x_dn, (size_t)D * F);
-    };
-    for (int l = 0; l < L; ++l) blk(layers[l], true);
-    blk(single, k.step0 || k.causal);
-    add(lm, (size_t)Vs * D);
-    ws_total = 0;
-    for (const Seg& g : wstream) ws_total += g.n;
-    ws_cursor = 0;
-  }
-
-  // Window of the kernel that reads the next `own` bytes of the stream: [cursor + dist, cursor + own + dist) modulo
-  // the step (the bytes the earlier kernels' windows have not asked for yet), then the cursor moves past them.
-  // Stream bytes [a, a + len) (a taken modulo the step, len <= the step) as prefetch segments.
-  Prefetch stream_range(size_t a, size_t len) const {
-    Prefetch pf = {};
-    pf.evict_last = pf_last;
-    if (ws_total == 0 || len == 0) return pf;
-    len = std::min(len, ws_total);
-    a %= ws_total;
-    const size_t b = a + len;
-    auto cover = [&](size_t lo, size_t hi) {  // [lo, hi) within [0, ws_total)
-      size_t s0 = 0;
-      for (const Seg& g : wstream) {
-        const size_t s1 = s0 + g.n, x0 = std::max(lo, s0), x1 = std::min(hi, s1);
-        if (x0 < x1 && pf.nseg < PF_MAXSEG) {
-          pf.ptr[pf.nseg] = g.p + (x0 - s0);
-          pf.bytes[pf.nseg] = x1 - x0;
-          pf.total += x1 - x0;
-          ++pf.nseg;
-        }
-        s0 = s1;
-      }
-    };
-    cover(a, std::min(b, ws_total));
-    if (b > ws_total) cover(0, b - ws_total);
-    return pf;
-  }
-  Prefetch take_window(size_t own) {
-    Prefetch pf = {};
-    if (pf_dist > 0 && !pf_attn && (own > 0 || pf_prime)) {
-      const size_t a = ws_cursor + (pf_prime ? 0 : pf_dist);
-      pf = stream_range(a, ws_cursor + own + pf_dist - a);
-    }
-    pf_prime = false;
-    ws_cursor = (ws_cursor + own) % (ws_total ? ws_total : 1);
-    return pf;
   }
 
   void block_step(const LayerW& w, bf16* k_l, bf16* v_l, int T, int coff, int maxs, bool attn, const float* add2,
@@ -747,13 +562,8 @@ struct CudaGptEngine::Impl {
       q.bias_from = 2 * D;
       q.out_f = qkv;
       q.ld_out = QKV_LD;
-      q.pf = take_window((size_t)3 * D * D * 2);
       q.tl = tl_slot(single_now ? "s.qkv" : "qkv");
-      if (ring) RingQkv::run(q, stream, pdl, nsm, ring_nst, smem_optin);
-      else if (opts.variant & 64) GemvQkv16::run(q, stream, pdl, nsm, per_sm);
-      else if (one_round && per_sm == 0 && Gemv1Qkv::run(q, stream, pdl, nsm)) {
-      } else if (pipe) GemvQkvP::run(q, stream, pdl, nsm, per_sm);
-      else GemvQkv::run(q, stream, pdl, nsm, per_sm);
+      if (!Gemv1Qkv::run(q, stream, pdl, nsm)) GemvQkv::run(q, stream, pdl, nsm);
       AttnParams a = {};
       a.qkv = qkv;
       a.qnorm = w.x_qn;
@@ -770,9 +580,6 @@ struct CudaGptEngine::Impl {
       a.out = att;
       a.out_lo = att_lo;
       a.maxs = maxs;
-      a.serial_combine = attn_serial ? 1 : 0;
-      a.early_const = s8 ? 1 : 0;
-      if (pf_attn && pf_dist > 0) a.pf = stream_range(ws_cursor, pf_dist);  // o-proj + the start of gate/up
       a.tl = tl_slot(single_now ? "s.attn" : "attn");
       if (!diag_no_attn) launch(attn_decode_kernel, dim3(maxs, H, R), dim3(128), 0, stream, pdl, a);
       GemvParams o = base_params();
@@ -782,12 +589,8 @@ struct CudaGptEngine::Impl {
       o.A_lo = att_lo;
       o.bias = w.x_ob;
       o.save_y = save_y;
-      o.pf = take_window((size_t)D * D * 2);
       o.tl = tl_slot(single_now ? "s.oproj" : "oproj");
-      if (ring) RingOproj::run(o, stream, pdl, nsm, ring_nst, smem_optin);
-      else if (opts.variant & 1) GemvOprojKs::run(o, stream, pdl, nsm, per_sm, act_stage);
-      else if (pipe) GemvOprojP::run(o, stream, pdl, nsm, per_sm, act_stage);
-      else GemvOproj::run(o, stream, pdl, nsm, per_sm, act_stage);
+      GemvOproj::run(o, stream, pdl, nsm);
     }
     GemvParams g = base_params();
     g.W = w.x_gu;
@@ -796,13 +599,8 @@ struct CudaGptEngine::Impl {
     g.out = hbuf;
     g.out_lo = hbuf_lo;
     g.ld_out = F;
-    g.pf = take_window((size_t)2 * F * D * 2);
     g.tl = tl_slot(single_now ? "s.gateup" : "gateup");
-    if (ring) RingGateUp::run(g, stream, pdl, nsm, ring_nst, smem_optin);
-    else if (opts.variant & 256) GemvGateUpN::run(g, stream, pdl, nsm, per_sm);
-    else if (s8 && one_round && per_sm == 0 && Gemv1GateUp::run(g, stream, pdl, nsm)) {
-    } else if (pipe && pipe_wide) GemvGateUpP::run(g, stream, pdl, nsm, per_sm);
-    else GemvGateUp::run(g, stream, pdl, nsm, per_sm);
+    if (!Gemv1GateUp::run(g, stream, pdl, nsm)) GemvGateUp::run(g, stream, pdl, nsm);
     GemvParams d = base_params();
     d.W = w.x_dn;
     d.N = D;
@@ -810,16 +608,8 @@ struct CudaGptEngine::Impl {
     d.A_lo = hbuf_lo;
     d.bias = w.x_dnb;
     d.add2 = add2;
-    d.pf = take_window((size_t)D * F * 2);
     d.tl = tl_slot(single_now ? "s.down" : "down");
-    if (ring) RingDown::run(d, stream, pdl, nsm, ring_nst, smem_optin);
-    else if (opts.variant & 2) GemvDown16::run(d, stream, pdl, nsm, per_sm, act_stage);
-    else if (opts.variant & 128) GemvDownKs2::run(d, stream, pdl, nsm, per_sm, act_stage);
-    else if (opts.variant & 512) GemvDownKs8::run(d, stream, pdl, nsm, per_sm, act_stage);
-    else if (one_round && per_sm == 0 && down_fullk && GemvDownFullK::run(d, stream, pdl, nsm, act_stage)) {
-    } else if (one_round && per_sm == 0 && Gemv1Down::run(d, stream, pdl, nsm, act_stage)) {
-    } else if (pipe) GemvDownP::run(d, stream, pdl, nsm, per_sm, act_stage);
-    else GemvDown::run(d, stream, pdl, nsm, per_sm, act_stage);
+    if (!Gemv1Down::run(d, stream, pdl, nsm)) GemvDown::run(d, stream, pdl, nsm);
   }
 
   // ---- fused decode step (gpt_step_kernel.cuh) --------------------------------------------------------------
@@ -873,9 +663,7 @@ struct CudaGptEngine::Impl {
   // kernel's shared-memory size (the ring gets what the staged inputs leave).
   void sk_setup(int cc_major) {
     const char* env = std::getenv("CUBEFORGE_GPT_STEP");
-    if (!env || std::string(env) != "1" || cc_major < 9 || !blocked || !split_dec || diag_l2w || diag_no_attn ||
-        ring)
-      return;
+    if (!env || std::string(env) != "1" || cc_major < 9 || !blocked || !split_dec || diag_l2w || diag_no_attn) return;
     const int rs = std::min(Rmax, SK_RMAX);
     sk_amaxs = (std::max(Tdual, N) + SK_ACH - 1) / SK_ACH;
     if (sk_amaxs > SK_MAXSPLIT) return;  // sequences beyond ~1500 slots: the per-kernel path
@@ -988,11 +776,9 @@ struct CudaGptEngine::Impl {
       return;
     }
     const bool pdl = opts.pdl;
-    build_wstream(k);
     kseq = 0;
     single_now = false;
     step0_now = k.step0;
-    pf_prime = k.step0;  // step 0 follows prefill: nothing of this stream was prefetched yet
     if (k.step0) {  // x = BOS embedding in every row (plain launch: nothing before it in the stream is a kernel)
       init_rows_kernel<<<64, 256, 0, stream>>>(wte, cfg.bos_id(), R, x, stats);
       CF_CUDA(cudaGetLastError());
@@ -1020,12 +806,8 @@ struct CudaGptEngine::Impl {
     p.stats_next = stats;
     p.tokens = tokens;
     p.host_tokens = h_tokens_dev;
-    p.pf = take_window((size_t)Vs * D * 2);
     p.tl = tl_slot("lm_head");
-    if (ring) RingLm::run(p, stream, pdl, nsm, ring_nst, smem_optin);
-    else if (opts.variant & 256) GemvLmN::run(p, stream, pdl, nsm, per_sm);
-    else if (pipe && pipe_wide) GemvLmP::run(p, stream, pdl, nsm, per_sm);
-    else GemvLm::run(p, stream, pdl, nsm, per_sm);
+    GemvLm::run(p, stream, pdl, nsm);
     if (!k.step0) kseq_graph = kseq;
     if (k.topp) {
       ToppParams t = {ctl, dyn, guided, wte, x, stats, tokens, h_tokens_dev};
@@ -1177,6 +959,10 @@ CudaGptEngine::~CudaGptEngine() = default;
 std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int num_tokens, int cond_len,
                                                      const GptWeightSource& weights, int max_batch_rows,
                                                      const EngineOptions& opts) {
+  if ((unsigned)opts.variant & ~kVarKnown)
+    throw cubeforge::Error("CUDA GPT: EngineOptions::variant " + std::to_string(opts.variant) +
+                           " has bits other than 3, 4, 5 (numerics), 18, 19, 21 (diagnostics); the other "
+                           "experiments were removed in session 11 (docs/cuda-gpt.md)");
   std::string why;
   if (!cuda_available(&why)) throw cubeforge::Error("CUDA GPT unavailable: " + why);
   // Configurations the fast kernels are not built for (the small models: golden cases, the default model) run on
@@ -1222,51 +1008,18 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
   CF_CUDA(cudaGetDeviceProperties(&prop, 0));
   m.dev_name = prop.name;
   m.nsm = prop.multiProcessorCount;
-  m.per_sm = (opts.variant & 4) ? 1 : 0;
-  m.blocked = (opts.variant & 8) ? 0 : 1;     // blocked weight layout (default; bit 3 = row-major)
-  m.split_dec = (opts.variant & 16) ? 0 : 1;  // bit 4: decode GEMV activations bf16 only (no lo part)
-  m.split_pre = (opts.variant & 32) ? 0 : 1;  // bit 5: prefill GEMM activations bf16 only (no lo part)
-  // bit 10: flips between the session-3 register GEMVs (default) and the ring GEMVs (shared-memory weight ring);
-  // bits 11 / 12: ring depth 3 / 10 stages of 12 KB (default 6). The ring needs the blocked layout (not bit 3).
-  m.ring = (kRingDefault != ((opts.variant & 1024) != 0)) && m.blocked;
-  m.ring_nst = (opts.variant & 2048) ? 3 : (opts.variant & 4096) ? 10 : 6;
+  m.blocked = (opts.variant & kVarRowMajor) ? 0 : 1;  // blocked weight layout (default; bit 3 = row-major)
+  m.split_dec = (opts.variant & kVarBf16Dec) ? 0 : 1;  // bit 4: decode GEMV activations bf16 only (no lo part)
+  m.split_pre = (opts.variant & kVarBf16Pre) ? 0 : 1;  // bit 5: prefill GEMM activations bf16 only (no lo part)
   m.smem_optin = prop.sharedMemPerBlockOptin;
-  // bits 13..15: L2 prefetch distance (kPfMB); bit 16: own weight loads without the evict_first policy; bit 17:
-  // prefetched lines with an evict_last policy.
-  m.pf_dist = kPfMB[(opts.variant >> 13) & 7] << 20;
-  m.evict_first = (opts.variant & 65536) ? 0 : 1;
-  m.pf_last = (opts.variant & 131072) ? 1 : 0;
-  m.diag_no_attn = (opts.variant & 262144) != 0;  // diagnostics, timing only: no attention kernels
-  m.diag_l2w = (opts.variant & 524288) != 0;      // diagnostics, timing only: every GEMV reads the same 2 MB
-  m.pf_attn = (opts.variant & 1048576) != 0;
-  m.diag_tl = (opts.variant & 2097152) != 0;
-  // bit 22: o-proj / down inputs read from L2 per MMA chunk instead of staged in shared memory once per block
-  // (staging: written in session 5, first run and made the default in session 6).
-  m.act_stage = (opts.variant & 4194304) == 0;
-  // bits 23 / 24 / 25: the session-5 LN prologue (stats, then serial X loads) / lm_head argmax partial per tile /
-  // residual read after the reduction, instead of session 6's shorter chains (same outputs either way).
-  m.gemv_opt = ((opts.variant >> 23) & 1 ? OPT_LN_SERIAL : 0) | ((opts.variant >> 24) & 1 ? OPT_LM_PER_TILE : 0) |
-               ((opts.variant >> 25) & 1 ? OPT_NO_RESID_PF : 0);
-  // bit 26: persistent GEMVs in the session-6 pipeline order (PIPE 0); bit 27: no one-round qkv / down-proj;
-  // bit 29: gate/up and lm_head with PIPE 1 (default PIPE 0); bit 30: down-proj at R <= 8 as the full-K kernel
-  // instead of the one-round split-K one; bit 28: session-6 attention combine.
-  m.pipe = (opts.variant & (1 << 26)) == 0;
-  m.one_round = (opts.variant & (1 << 27)) == 0;
-  m.attn_serial = (opts.variant & (1 << 28)) != 0;
-  m.pipe_wide = (opts.variant & (1 << 29)) != 0;
-  m.down_fullk = (opts.variant & (1 << 30)) != 0;
-  m.s8 = ((unsigned)opts.variant & (1u << 31)) == 0;  // bit 31: --variant -2147483648 (+ other bits)
-  if (m.pf_attn && m.pf_dist == 0) m.pf_dist = (size_t)16 << 20;
+  m.diag_no_attn = (opts.variant & kVarNoAttn) != 0;  // diagnostics, timing only: no attention kernels
+  m.diag_l2w = (opts.variant & kVarL2Weights) != 0;   // diagnostics, timing only: every GEMV reads the same 2 MB
+  m.diag_tl = (opts.variant & kVarTimeline) != 0;
   if (opts.verbose)
-    std::fprintf(stderr, "cubeforge cuda: decode GEMVs: %s%s; L2 %d MB, prefetch %zu MB%s%s, weight loads %s%s%s\n",
-                 m.ring ? ("ring, " + std::to_string(m.ring_nst) + " stages of 12 KB").c_str() : "register",
-                 m.ring ? "" : m.one_round ? (m.pipe ? (m.s8 ? " (one-round qkv/gate-up/down, pipe 1)"
-                                                             : " (one-round qkv/down, pipe 1)")
-                                                     : " (one-round qkv/down, pipe 0)")
-                                          : (m.pipe ? " (pipe 1)" : " (session-6 order)"),
-                 prop.l2CacheSize >> 20, m.pf_dist >> 20, m.pf_attn ? " (attention kernels only)" : "",
-                 m.pf_last ? " (evict_last)" : "", m.evict_first ? "evict_first" : "default policy",
-                 m.diag_no_attn ? "; DIAGNOSTIC: no attention (wrong outputs)" : "",
+    std::fprintf(stderr, "cubeforge cuda: decode GEMVs: one-round qkv / gate-up / down-proj at <= 8 rows, persistent "
+                         "otherwise; %s weights, activations %s; L2 %d MB%s%s\n",
+                 m.blocked ? "blocked" : "row-major", m.split_dec ? "bf16 hi + lo" : "bf16 only",
+                 prop.l2CacheSize >> 20, m.diag_no_attn ? "; DIAGNOSTIC: no attention (wrong outputs)" : "",
                  m.diag_l2w ? "; DIAGNOSTIC: weights from one 2 MB L2-resident range (wrong outputs)" : "");
   CF_CUDA(cudaStreamCreateWithFlags(&m.stream, cudaStreamNonBlocking));
   if (cublasCreate(&m.blas) != CUBLAS_STATUS_SUCCESS) throw cubeforge::Error("CUDA GPT: cublasCreate failed");

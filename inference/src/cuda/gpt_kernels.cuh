@@ -36,21 +36,9 @@ struct Dyn {
 };
 
 enum Epi { EPI_QKV = 0, EPI_RESID = 1, EPI_SWIGLU = 2, EPI_LMHEAD = 3 };
-// GemvParams::opt (EngineOptions::variant bits 23..25 set them): each selects the session-5 code of one chain.
-enum GemvOpt {
-  OPT_LN_SERIAL = 1,   // LN prologue: row stats, barrier, then X loads one item at a time (2 + serial L2 trips)
-  OPT_LM_PER_TILE = 2, // lm_head: argmax partial + fence + atomic per tile (instead of once per block)
-  OPT_NO_RESID_PF = 4  // EPI_RESID: residual read after the reduction (instead of before the MMA loop)
-};
 
-// ---- cross-kernel L2 prefetch of weights ---------------------------------------------------------------------------
-// The weights a decode step reads form one stream in consumption order (engine: Impl::wstream). A kernel that reads
-// bytes [a, b) of that stream asks the L2 for [a + dist, b + dist) (modulo the step) as soon as it starts: a sliding
-// window `dist` bytes ahead of the consumers, so DRAM keeps streaming through kernel boundaries, attention and
-// epilogue chains, and the next kernels' weight loads hit L2. The window is split evenly over the kernel's blocks
-// (weights are constant: legal before griddepcontrol.wait). cp.async.bulk.prefetch.L2 costs no registers and no
-// shared memory, so the bytes in flight are no longer capped by the register file.
-// Weight load with an L2 cache policy (createpolicy), e.g. evict_first for weights that are dead once read.
+// ---- weight loads -------------------------------------------------------------------------------------------------
+// Weight load with an L2 cache policy (createpolicy): evict_first, the weights are dead once read in a step.
 __device__ __forceinline__ uint4 ld_weight_hint(const void* p, uint64_t pol) {
   uint4 r;
   asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"
@@ -87,7 +75,6 @@ struct TlStamp {
   }
 };
 
-constexpr int PF_MAXSEG = 6;
 // A decode kernel's handoff point: everything before it may only read what was written at least two kernels back
 // (weights, earlier KV slots); it waits for the predecessor's results, stamps the timeline and lets the successor
 // launch (its blocks start as soon as resources free up and request their own weights).
@@ -95,49 +82,6 @@ __device__ __forceinline__ void pdl_handoff(const TlStamp& tls) {
   pdl_wait();
   tls.waited();
   pdl_trigger();
-}
-
-struct Prefetch {
-  const unsigned char* ptr[PF_MAXSEG];
-  unsigned long long bytes[PF_MAXSEG];  // multiples of 16, 16-byte aligned pointers
-  unsigned long long total;
-  int nseg;
-  int evict_last;                       // 1: the prefetched lines get an L2 evict_last policy
-};
-
-__device__ __forceinline__ void l2_prefetch(const void* p, unsigned bytes, bool last) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if (last) {
-    uint64_t pol;
-    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
-    asm volatile("cp.async.bulk.prefetch.L2.global.L2::cache_hint [%0], %1, %2;" ::"l"(p), "r"(bytes), "l"(pol)
-                 : "memory");
-  } else {
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
-  }
-#endif
-}
-
-// This block's share of the window (contiguous bytes of the concatenated segments), issued by one thread in pieces
-// of <= 64 KB. block / nblocks: the block's rank among those that take part.
-__device__ __forceinline__ void l2_prefetch_share(const Prefetch& pf, unsigned block, unsigned nblocks) {
-  if (pf.total == 0) return;
-  const unsigned long long per = ((pf.total + nblocks - 1) / nblocks + 15) & ~15ull;
-  const unsigned long long b0 = (unsigned long long)block * per;
-  const unsigned long long b1 = b0 + per < pf.total ? b0 + per : pf.total;
-  if (b0 >= b1) return;
-  unsigned long long s0 = 0;
-  for (int i = 0; i < pf.nseg; ++i) {
-    const unsigned long long s1 = s0 + pf.bytes[i];
-    unsigned long long lo = b0 > s0 ? b0 : s0;
-    const unsigned long long hi = b1 < s1 ? b1 : s1;
-    for (; lo < hi; lo += 65536) {
-      const unsigned long long n = hi - lo < 65536 ? hi - lo : 65536;
-      l2_prefetch(pf.ptr[i] + (lo - s0), (unsigned)n, pf.evict_last != 0);
-    }
-    s0 = s1;
-    if (s0 >= b1) break;
-  }
 }
 
 struct GemvParams {
@@ -148,7 +92,6 @@ struct GemvParams {
   const bf16* A;       // non-LN input [R][K]: bf16 high part of the fp32 activation
   const bf16* A_lo;    // non-LN input [R][K]: bf16 low part (activation - high), used when split
   int split;           // 1: activation = hi + lo (two bf16 parts, ~16 mantissa bits); 0: hi only (bf16 operand)
-  int opt;             // OPT_* flags (session 6 chain shortenings; a set bit selects the session-5 code)
   const float* X;      // LN input [R][D] fp32
   const float* stats;  // LN input partial stats [R][NSLOT] (sum, sumsq) over 8 columns each
   float eps;
@@ -177,13 +120,9 @@ struct GemvParams {
   float* stats_next;
   int* tokens;         // device [P][N]
   int* host_tokens;    // mapped pinned [P][N]
-  // ring GEMV (gemv_ring_kernel) only
   int act_smem;        // non-LN input staged in shared memory (else read from L2 per chunk)
-  int nst;             // ring stages (<= RING_MAXST)
-  int evict_first;     // own weight loads with an L2 evict_first policy (read once per step)
   unsigned long long wmask;  // diagnostics only (timing): weight element offsets & wmask (0: off)
   unsigned long long* tl;    // diagnostics only: this kernel's timeline stamps (TlStamp) or null
-  Prefetch pf;         // L2 prefetch window of later kernels' weights
 };
 
 // ---- token emission: next embedding (both CFG rows), its LN stats, token outputs ------------------------------
@@ -224,14 +163,6 @@ __device__ __forceinline__ void split_store(bf16* hi, bf16* lo, size_t i, float 
   lo[i] = __float2bfloat16_rn(v - __bfloat162float(h));
 }
 
-// Barrier among a GEMV's compute threads: BAR 0 = the whole block (__syncthreads), else named barrier BAR over the
-// first NTHR threads (the ring GEMV's consumer warps; its producer warp never joins).
-template <int BAR, int NTHR>
-__device__ __forceinline__ void cbar() {
-  if constexpr (BAR == 0) __syncthreads();
-  else asm volatile("bar.sync %0, %1;" ::"n"(BAR), "n"(NTHR) : "memory");
-}
-
 // Cross-block arrival (one thread, after a block barrier that orders the block's partial writes before its fence,
 // which is cumulative): makes the block's writes visible to the block that arrives last, adds 1 to *cnt and returns
 // the old count. arrival_acquire(): the last arriver's view of every other block's writes (then a block barrier
@@ -265,7 +196,7 @@ __device__ __forceinline__ int warp_argmax_partials(const float* vals, const int
 }
 
 // GEMV epilogues on the reduced tile outs[16][NT] (rows x outputs n0..n0+NT-1), run by the NW * 32 compute threads.
-template <int NTILE, int NW, int EPI, int BAR>
+template <int NTILE, int NW, int EPI>
 // have_pre: EPI_RESID's residual (and add2) element of this thread (e = threadIdx.x, R * NT <= threads) was read
 // before the MMA loop into xpre / apre (same values; one L2 round trip less after the reduction).
 __device__ __forceinline__ void gemv_epilogue(const GemvParams& p, float* outs, int* flag, int n0, int tile,
@@ -293,7 +224,7 @@ __device__ __forceinline__ void gemv_epilogue(const GemvParams& p, float* outs, 
       if (p.save_y) p.save_y[(size_t)r * D + col] = y;
       outs[r * NT + c] = x;
     }
-    cbar<BAR, NW * 32>();
+    __syncthreads();
     for (int e = threadIdx.x; e < R * NTILE; e += NW * 32) {
       const int r = e / NTILE, tt = e % NTILE;
       float s = 0.f, q = 0.f;
@@ -326,7 +257,7 @@ __device__ __forceinline__ void gemv_epilogue(const GemvParams& p, float* outs, 
         const int r = e / NT, c = e % NT, col = n0 + c;
         if (col < V) p.raw[(size_t)r * V + col] = outs[r * NT + c];
       }
-    cbar<BAR, NW * 32>();
+    __syncthreads();
     for (int e = threadIdx.x; e < P * NT; e += NW * 32) {
       const int pp = e / NT, c = e % NT, col = n0 + c;
       const float lc = outs[pp * NT + c];
@@ -339,15 +270,13 @@ __device__ __forceinline__ void gemv_epilogue(const GemvParams& p, float* outs, 
       outs[pp * NT + c] = gv;
       if (ctl->write_guided && col < V) p.guided[(size_t)pp * V + col] = gv;
     }
-    cbar<BAR, NW * 32>();
+    __syncthreads();
     // Session 6: a block keeps a running argmax over its tiles (tile, tile + gridDim.x, ...: increasing columns) in
     // shared memory (flag[16..23] values, flag[24..31] indices, owned by thread pp) and publishes one partial per
     // block after its last tile, so the fence + atomic + tail barriers run once per block instead of once per
     // tile. Combined with the same rule as the tail (larger value, then smaller index), so the token is the same.
-    // OPT_LM_PER_TILE: the session-5 order (one partial per tile).
-    const bool per_tile = (p.opt & OPT_LM_PER_TILE) != 0;
-    const int nparts = per_tile ? total : (int)gridDim.x;
-    const bool publish = per_tile || tile + (int)gridDim.x >= total;  // block-uniform
+    const int nparts = gridDim.x;
+    const bool publish = tile + (int)gridDim.x >= total;  // block-uniform
     if ((int)threadIdx.x < P) {
       const int pp = threadIdx.x;
       float best = outs[pp * NT];
@@ -357,47 +286,42 @@ __device__ __forceinline__ void gemv_epilogue(const GemvParams& p, float* outs, 
           best = outs[pp * NT + c];
           bi = n0 + c;
         }
-      if (per_tile) {
-        p.lm_val[pp * total + tile] = best;
-        p.lm_idx[pp * total + tile] = bi;
-      } else {
-        float* rv = reinterpret_cast<float*>(flag + 16);
-        int* ri = flag + 24;
-        if (tile != (int)blockIdx.x) {  // not this block's first tile: combine with its earlier tiles
-          const float v0 = rv[pp];
-          const int i0 = ri[pp];
-          if (!(best > v0 || (best == v0 && bi < i0))) {
-            best = v0;
-            bi = i0;
-          }
+      float* rv = reinterpret_cast<float*>(flag + 16);
+      int* ri = flag + 24;
+      if (tile != (int)blockIdx.x) {  // not this block's first tile: combine with its earlier tiles
+        const float v0 = rv[pp];
+        const int i0 = ri[pp];
+        if (!(best > v0 || (best == v0 && bi < i0))) {
+          best = v0;
+          bi = i0;
         }
-        rv[pp] = best;
-        ri[pp] = bi;
-        if (publish) {
-          p.lm_val[pp * nparts + blockIdx.x] = best;
-          p.lm_idx[pp * nparts + blockIdx.x] = bi;
-        }
+      }
+      rv[pp] = best;
+      ri[pp] = bi;
+      if (publish) {
+        p.lm_val[pp * nparts + blockIdx.x] = best;
+        p.lm_idx[pp * nparts + blockIdx.x] = bi;
       }
     }
     if (p.tail && publish) {
       // One fence by one thread after the barrier (the cooperative-groups grid-sync pattern: the barrier orders the
       // block's partial writes before thread 0's fence, which is cumulative), instead of a fence in every thread.
-      cbar<BAR, NW * 32>();
+      __syncthreads();
       if (threadIdx.x == 0) {
         const bool last = arrive(&p.dyn->cnt_lm) == (unsigned)nparts - 1;
         if (last) arrival_acquire();
         *flag = last;
       }
-      cbar<BAR, NW * 32>();
+      __syncthreads();
       if (*flag) {  // every tile has published its partial: pick, emit, advance the position
         int* tok = flag + 1;
         if (warp < P) {
           const int bi = warp_argmax_partials(p.lm_val + warp * nparts, p.lm_idx + warp * nparts, nparts);
           if (lane == 0) tok[warp] = ctl->forced ? ctl->forced_tok[warp] : bi;
         }
-        cbar<BAR, NW * 32>();
+        __syncthreads();
         emit_tokens(tok, 0, P, ctl, pos, p.wte, p.x_next, p.stats_next, p.tokens, p.host_tokens, NW * 32);
-        cbar<BAR, NW * 32>();
+        __syncthreads();
         if (threadIdx.x == 0) {
           p.dyn->cnt_lm = 0;
           p.dyn->pos = pos + 1;
@@ -410,14 +334,12 @@ __device__ __forceinline__ void gemv_epilogue(const GemvParams& p, float* outs, 
 // LN prologue of a GEMV: per-row mean / rstd from the producer's per-8-column partial sums (fp64), then the
 // normalised rows of X as bf16 hi rows [R][AST] followed by lo rows [R][AST] in shared memory (act).
 // Session 6: every thread requests its first G items of X (8 columns each) before the row statistics and the
-// rest G at a time, so the stats and X round trips to L2 overlap and the X loads are batched (OPT_LN_SERIAL: the
-// session-5 order: stats, barrier, then one item per L2 round trip). Same values either way.
-template <int K, int NW, int BAR, int G>
+// rest G at a time, so the stats and X round trips to L2 overlap and the X loads are batched.
+template <int K, int NW, int G>
 __device__ __forceinline__ void gemv_ln_prologue(const GemvParams& p, bf16* act, float2* st, int R) {
   constexpr int AST = K + 32, NTHR = NW * 32, K8 = K / 8;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int n = R * K8;
-  const bool serial = (p.opt & OPT_LN_SERIAL) != 0;
   float4 xa[G], xb[G];
   auto issue = [&](int base) {
 #pragma unroll
@@ -448,7 +370,7 @@ __device__ __forceinline__ void gemv_ln_prologue(const GemvParams& p, bf16* act,
     *reinterpret_cast<uint4*>(act + (size_t)r * AST + k8) = o;
     *reinterpret_cast<uint4*>(act + (size_t)(R + r) * AST + k8) = ol;
   };
-  if (!serial) issue(threadIdx.x);
+  issue(threadIdx.x);
   for (int r = warp; r < R; r += NW) {
     double s = 0.0, q = 0.0;
     for (int j = lane; j < NSLOT; j += 32) {
@@ -465,14 +387,7 @@ __device__ __forceinline__ void gemv_ln_prologue(const GemvParams& p, bf16* act,
       st[r] = make_float2((float)mean, (float)(1.0 / sqrt(var + (double)p.eps)));
     }
   }
-  cbar<BAR, NTHR>();
-  if (serial) {
-    for (int v = threadIdx.x; v < n; v += NTHR) {
-      const int r = v / K8, k8 = (v % K8) * 8;
-      put(v, ld_cg_f4(p.X + (size_t)r * D + k8), ld_cg_f4(p.X + (size_t)r * D + k8 + 4));
-    }
-    return;
-  }
+  __syncthreads();
   for (int base = threadIdx.x; base < n; base += G * NTHR) {
     if (base != (int)threadIdx.x) issue(base);
 #pragma unroll
@@ -483,7 +398,7 @@ __device__ __forceinline__ void gemv_ln_prologue(const GemvParams& p, bf16* act,
 
 // End of a GEMV tile: hi + lo partial sums combined, then the cross-warp reduction (fixed order: deterministic)
 // into outs[16][NT] (row, output) through red.
-template <int NTILE, int NW, bool M16, int BAR>
+template <int NTILE, int NW, bool M16>
 __device__ __forceinline__ void gemv_reduce(float (&acc)[NTILE][4], const float (&acc2)[NTILE][4], bool split,
                                             float* red, float* outs) {
   constexpr int NT = 8 * NTILE;
@@ -506,7 +421,7 @@ __device__ __forceinline__ void gemv_reduce(float (&acc)[NTILE][4], const float 
   for (int tt = 0; tt < NTILE; ++tt)
 #pragma unroll
     for (int i = 0; i < 4; ++i) red[((warp * NTILE + tt) * 4 + i) * 32 + lane] = acc[tt][i];
-  cbar<BAR, NW * 32>();
+  __syncthreads();
   for (int e = threadIdx.x; e < NTILE * 128; e += NW * 32) {
     const int tt = e >> 7, i = (e >> 5) & 3, l = e & 31;
     float s = 0.f;
@@ -515,7 +430,7 @@ __device__ __forceinline__ void gemv_reduce(float (&acc)[NTILE][4], const float 
     const int row = (l >> 2) + ((i & 2) ? 8 : 0), col = tt * 8 + (l & 3) * 2 + (i & 1);
     outs[row * NT + col] = s;
   }
-  cbar<BAR, NW * 32>();
+  __syncthreads();
 }
 
 // Non-LN GEMV input (bf16 hi [R][K] + lo [R][K] in global memory, written by the previous kernel) copied to the
@@ -562,7 +477,7 @@ __device__ __forceinline__ size_t gemv_stage_input(const GemvParams& p, unsigned
     off = ((size_t)2 * R * AST * 2 + 15) & ~size_t(15);
     float2* st = reinterpret_cast<float2*>(smem + off);
     off += 16 * sizeof(float2);
-    gemv_ln_prologue<K, NW, 0, G>(p, reinterpret_cast<bf16*>(smem), st, R);
+    gemv_ln_prologue<K, NW, G>(p, reinterpret_cast<bf16*>(smem), st, R);
     __syncthreads();
   } else if (p.act_smem) {
     off = ((size_t)2 * R * AST * 2 + 15) & ~size_t(15);
@@ -621,9 +536,9 @@ __device__ __forceinline__ void mma_chunk(float (&acc)[4], const uint4& a0, cons
 // bytes of the weight row and of the activation row. Persistent: a block walks tiles blockIdx.x, +gridDim.x, ...
 // with the next tile's weights loading into a second register set while the current one is reduced; the first
 // tile's weights are requested before griddepcontrol.wait, i.e. while the previous kernel still runs.
-// Weight layouts: row-major [N][K] (default), or blocked (EngineOptions::variant bit 3, not yet measured): 8-row x 32-column blocks of 512 B, block
-// (n/8, k/32) at ((n/8) (K/32) + k/32) 256 elements, row-major inside. A warp's fragment load is then one
-// contiguous 512 B request instead of 8 rows x 64 B.
+// Weight layouts: blocked (the default since session 3): 8-row x 32-column blocks of 512 B, block (n/8, k/32) at
+// ((n/8) (K/32) + k/32) 256 elements, row-major inside, so a warp's fragment load is one contiguous 512 B request
+// instead of 8 rows x 64 B; or row-major [N][K] (PyTorch Linear layout; EngineOptions::variant bit 3).
 // Element offset of a lane's 16-byte weight fragment: row n (= 8-row group n / 8, row g inside it), 32-column chunk kc.
 template <int K>
 __device__ __forceinline__ size_t gemv_w_off(int n, int kc, int g, int t4, bool blocked, unsigned long long wmask) {
@@ -711,12 +626,11 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
   const TlStamp tls(p.tl);
 
   uint4 wa[CPW][NTILE], wb[CPW][NTILE];
-  const uint64_t pol = p.evict_first ? policy_evict_first() : 0;
+  const uint64_t pol = policy_evict_first();
   gemv_load_w<K, NTILE, NW, KSPLIT>(wa, p.W, p.N, t, warp, g, t4, p.blocked, pol, p.wmask);
   if constexpr (PIPE == 1)
     if (t + (int)gridDim.x < total)
       gemv_load_w<K, NTILE, NW, KSPLIT>(wb, p.W, p.N, t + gridDim.x, warp, g, t4, p.blocked, pol, p.wmask);
-  if (threadIdx.x == 0) l2_prefetch_share(p.pf, blockIdx.x, gridDim.x);
   pdl_handoff(tls);
 
   extern __shared__ __align__(16) unsigned char smem[];
@@ -748,7 +662,7 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
     float xpre = 0.f, apre = 0.f;
     bool have_pre = false;
     if constexpr (EPI == EPI_RESID) {
-      have_pre = !(p.opt & OPT_NO_RESID_PF) && R * NT <= NW * 32;
+      have_pre = R * NT <= NW * 32;
       if (have_pre && (int)threadIdx.x < R * NT) {
         const int r = threadIdx.x / NT, col = n0 + threadIdx.x % NT;
         xpre = __ldcg(p.resid + (size_t)r * D + col);
@@ -774,7 +688,7 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
     // PIPE 1: this register set is free now: refill it with tile `refill` (the next-but-one of this block).
     if constexpr (PIPE == 1)
       if (refill < total) gemv_load_w<K, NTILE, NW, KSPLIT>(w, p.W, p.N, refill, warp, g, t4, p.blocked, pol, p.wmask);
-    gemv_reduce<NTILE, NW, M16, 0>(acc, acc2, split, red, outs);
+    gemv_reduce<NTILE, NW, M16>(acc, acc2, split, red, outs);
 
     if constexpr (KSPLIT > 1) {
       float* mine = p.ks_scratch + ((size_t)tile * KSPLIT + ks) * 16 * NT;
@@ -797,7 +711,7 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
       __syncthreads();
     }
 
-    gemv_epilogue<NTILE, NW, EPI, 0>(p, outs, flag, n0, tile, total, xpre, apre, have_pre);
+    gemv_epilogue<NTILE, NW, EPI>(p, outs, flag, n0, tile, total, xpre, apre, have_pre);
   };
 
   // Two register sets, alternating: the next tile's weights are in flight while this one is reduced.
@@ -867,7 +781,7 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
   uint4* ws = reinterpret_cast<uint4*>(smem_raw);
   unsigned char* smem = smem_raw + (size_t)NSM * CPW * NTILE * NTHR * 16;
   uint4 w[NR][CPW][NTILE];
-  const uint64_t pol = p.evict_first ? policy_evict_first() : 0;
+  const uint64_t pol = policy_evict_first();
 #pragma unroll
   for (int j = 0; j < NR; ++j)
     if ((int)blockIdx.x + j * G < total)
@@ -925,7 +839,7 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
                            : ws[((size_t)(j - NR) * CPW * NTILE + c * NTILE + tt) * NTHR + threadIdx.x]);
       }
       nmine = j + 1;
-      gemv_reduce<NTILE, NW, false, 0>(acc, acc2, split, red, outs + j * 16 * NT);
+      gemv_reduce<NTILE, NW, false>(acc, acc2, split, red, outs + j * 16 * NT);
     }
   } else {
     float acc[MAXT][NTILE][4] = {};
@@ -942,7 +856,7 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
     for (int j = 0; j < MAXT; ++j) {
       if ((int)blockIdx.x + j * G >= total) break;
       nmine = j + 1;
-      gemv_reduce<NTILE, NW, false, 0>(acc[j], acc2, split, red, outs + j * 16 * NT);
+      gemv_reduce<NTILE, NW, false>(acc[j], acc2, split, red, outs + j * 16 * NT);
     }
   }
 
@@ -985,248 +899,8 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
     if (j >= nmine) break;
     if (KSPLIT > 1 && !flag[j]) continue;
     const int tile = (blockIdx.x + j * G) / KSPLIT;
-    gemv_epilogue<NTILE, NW, EPI, 0>(p, outs + j * 16 * NT, flag + MAXT, tile * NT, tile, total, xpre[j], apre[j],
+    gemv_epilogue<NTILE, NW, EPI>(p, outs + j * 16 * NT, flag + MAXT, tile * NT, tile, total, xpre[j], apre[j],
                                      have_pre);
-  }
-}
-
-// ---- full-K residual GEMV (session 7): one 8-output tile per block, no split-K combine ---------------------------
-// For the down-proj (K = 6144) at R <= 8 rows: 192 tiles on <= 264 resident blocks, each block holds its whole tile
-// (96 KB: 24 16-byte fragments per thread) in registers, requested before griddepcontrol.wait. The sums keep the
-// order of the persistent KV-way split-K kernel (gemv_kernel<F, 1, 8, KV>): warp w's chunks of K range q are
-// accumulated separately, reduced over the warps in order per range, and the KV range sums added in order q = 0..
-// KV-1, so the outputs are bitwise those of the split-K kernel (batch 8, which runs it, stays equal to batch 1),
-// without its scratch writes, fence, atomics and second L2 round trip. The cross-warp buffer overlays the staged
-// input (dead after the MMAs).
-template <int K, int NW, int KV>
-__global__ void __launch_bounds__(NW * 32, 2) gemv_fullk_kernel(const GemvParams p) {
-  constexpr int CPW = K / (32 * NW), CPV = CPW / KV, NT = 8;
-  static_assert(CPV * KV == CPW && CPW * 32 * NW == K, "K split");
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
-  const int tile = blockIdx.x, n0 = tile * NT;
-  const TlStamp tls(p.tl);
-  uint4 w[CPW][1];
-  const uint64_t pol = p.evict_first ? policy_evict_first() : 0;
-  gemv_load_w<K, 1, NW, 1>(w, p.W, p.N, tile, warp, g, t4, p.blocked, pol, p.wmask);
-  pdl_handoff(tls);
-
-  extern __shared__ __align__(16) unsigned char smem[];
-  const int R = p.R;
-  const bf16* act = reinterpret_cast<const bf16*>(smem);
-  const size_t act_end = gemv_stage_input<K, NW, false, 2>(p, smem, R, 0, K);
-  const size_t red_bytes = (size_t)KV * NW * 128 * 4;
-  float* red = reinterpret_cast<float*>(smem);  // overlays the staged input after the MMAs
-  float* outs = reinterpret_cast<float*>(smem + (act_end > red_bytes ? act_end : red_bytes));  // [KV][16][NT]
-  float* fin = outs + KV * 16 * NT;                                                           // [16][NT]
-  int* flag = reinterpret_cast<int*>(fin + 16 * NT);
-  const bool split = p.split != 0;
-  float xpre = 0.f, apre = 0.f;
-  const bool have_pre = R * NT <= NW * 32;
-  if (have_pre && (int)threadIdx.x < R * NT) {
-    const int r = threadIdx.x / NT, col = n0 + threadIdx.x % NT;
-    xpre = __ldcg(p.resid + (size_t)r * D + col);
-    if (p.add2) apre = __ldcg(p.add2 + (size_t)r * D + col);
-  }
-  float acc[KV][4];
-#pragma unroll
-  for (int q = 0; q < KV; ++q)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) acc[q][i] = 0.f;
-#pragma unroll
-  for (int c = 0; c < CPW; ++c) {
-    const int q = c / CPV;
-    const int k = (c * NW + warp) * 32 + t4 * 8;  // = the split-K kernel's chunk c % CPV of range q
-    uint4 a0, a1, l0, l1;
-    gemv_load_act<K, false>(p, act, p.act_smem != 0, R, g, k, split, a0, a1, l0, l1);
-    a1 = l0;  // rows 8..15 carry the lo parts of rows 0..7
-    mma_bf16_16816(acc[q], a0.x, a1.x, a0.y, a1.y, w[c][0].x, w[c][0].y);
-    mma_bf16_16816(acc[q], a0.z, a1.z, a0.w, a1.w, w[c][0].z, w[c][0].w);
-  }
-  __syncthreads();  // every warp is done with the staged input: red may overwrite it
-#pragma unroll
-  for (int q = 0; q < KV; ++q) {
-    if (split) {
-      acc[q][0] += acc[q][2];
-      acc[q][1] += acc[q][3];
-      acc[q][2] = acc[q][3] = 0.f;
-    }
-#pragma unroll
-    for (int i = 0; i < 4; ++i) red[((q * NW + warp) * 4 + i) * 32 + lane] = acc[q][i];
-  }
-  __syncthreads();
-  for (int e = threadIdx.x; e < KV * 128; e += NW * 32) {
-    const int q = e >> 7, i = (e >> 5) & 3, l = e & 31;
-    float s = 0.f;
-#pragma unroll
-    for (int ww = 0; ww < NW; ++ww) s += red[((q * NW + ww) * 4 + i) * 32 + l];
-    const int row = (l >> 2) + ((i & 2) ? 8 : 0), col = (l & 3) * 2 + (i & 1);
-    outs[(q * 16 + row) * NT + col] = s;
-  }
-  __syncthreads();
-  for (int e = threadIdx.x; e < R * NT; e += NW * 32) {
-    float s = 0.f;
-#pragma unroll
-    for (int q = 0; q < KV; ++q) s += outs[q * 16 * NT + e];
-    fin[e] = s;
-  }
-  __syncthreads();
-  gemv_epilogue<1, NW, EPI_RESID, 0>(p, fin, flag, n0, tile, gridDim.x, xpre, apre, have_pre);
-}
-
-// ---- ring GEMV: weights streamed through a shared-memory ring by the bulk copy engine --------------------------
-// One block per SM, persistent over tiles (t = blockIdx.x, +gridDim.x, ...). Warp RING_NW (the producer) issues
-// cp.async.bulk copies of contiguous 12 KB stages of the blocked weight layout (24 blocks of 8 rows x 32 columns)
-// into a ring of p.nst stages, each completing on its "full" mbarrier; it starts before griddepcontrol.wait (the
-// weights are constant) and runs ahead of the consumers by the ring depth, also across tiles, so the weight stream
-// never drains during a tile's reduction/epilogue. The RING_NW consumer warps wait on "full", run the same MMAs as
-// gemv_kernel (same chunk-to-warp assignment and accumulation order: for KSPLIT = 1 shapes the outputs are bitwise
-// those of gemv_kernel) and release the stage with one arrive per warp on its "empty" mbarrier. Activations: LN
-// inputs are normalised into shared memory as in gemv_kernel; other inputs are staged in shared memory when they fit
-// (p.act_smem), else read from L2 per chunk (same values, so same results). Tiles cover the full K (no split-K).
-constexpr int RING_SC = 24;                      // 512-B weight blocks per stage (12 KB)
-constexpr int RING_STAGE_BYTES = RING_SC * 512;
-constexpr int RING_MAXST = 16;
-constexpr int RING_NW = 8;                       // consumer warps
-constexpr int RING_THREADS = RING_NW * 32 + 32;  // + producer warp
-
-__device__ __forceinline__ uint32_t smem_u32(const void* ptr) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(ptr));
-}
-__device__ __forceinline__ void mbar_init(uint64_t* bar, unsigned count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(bar)), "r"(count) : "memory");
-}
-__device__ __forceinline__ void mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
-__device__ __forceinline__ void mbar_expect_tx(uint64_t* bar, unsigned bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(bar)) : "memory");
-}
-__device__ __forceinline__ void mbar_wait(uint64_t* bar, unsigned parity) {
-  uint32_t done = 0;
-  do {
-    asm volatile(
-        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(smem_u32(bar)), "r"(parity)
-        : "memory");
-  } while (!done);
-}
-// Global -> shared bulk copy (bytes % 16 == 0, both addresses 16-byte aligned), completing on an mbarrier.
-__device__ __forceinline__ void bulk_g2s(void* dst, const void* src, unsigned bytes, uint64_t* bar) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-                   smem_u32(dst)),
-               "l"(src), "r"(bytes), "r"(smem_u32(bar))
-               : "memory");
-}
-
-template <int K, int NTILE, int EPI, bool LN, bool M16>
-__global__ void __launch_bounds__(RING_THREADS, 2) gemv_ring_kernel(const GemvParams p) {
-  constexpr int NW = RING_NW, NT = 8 * NTILE, KCH = K / 32, SPG = KCH / RING_SC, CPS = RING_SC / NW;
-  static_assert(KCH % RING_SC == 0 && RING_SC % NW == 0, "stage split");
-  static_assert(!LN || K == D, "LN input is the residual stream");
-  static_assert(EPI != EPI_SWIGLU || NTILE % 2 == 0, "gate/up tiles come in pairs");
-  static_assert(EPI != EPI_LMHEAD || NW >= MAXP, "one warp per variation in the tail");
-  constexpr int AST = K + 32;
-  extern __shared__ __align__(16) unsigned char smem[];
-  const int nst = p.nst;
-  unsigned char* ring = smem;
-  uint64_t* full = reinterpret_cast<uint64_t*>(smem + (size_t)nst * RING_STAGE_BYTES);
-  uint64_t* empty = full + nst;
-  size_t off = (size_t)nst * RING_STAGE_BYTES + 2 * nst * 8;
-  off = (off + 15) & ~size_t(15);
-  const int R = p.R;
-  const bool act_s = LN || p.act_smem;
-  bf16* act = reinterpret_cast<bf16*>(smem + off);
-  if (act_s) off += ((size_t)2 * R * AST * 2 + 15) & ~size_t(15);
-  float2* st = reinterpret_cast<float2*>(smem + off);
-  if (LN) off += 16 * sizeof(float2);
-  float* red = reinterpret_cast<float*>(smem + off);
-  float* outs = red + NW * NTILE * 128;  // [16][NT]
-  int* flag = reinterpret_cast<int*>(outs + 16 * NT);
-  const int total = p.N / NT;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
-
-  if (threadIdx.x == 0) {
-    for (int i = 0; i < nst; ++i) {
-      mbar_init(&full[i], 1);
-      mbar_init(&empty[i], NW);
-    }
-    mbar_fence_init();
-  }
-  __syncthreads();  // the only whole-block barrier: the producer warp joins no other
-
-  if (warp == NW) {  // ---- producer ----
-    if (lane == 0) {
-      int it = 0;
-      for (int t = blockIdx.x; t < total; t += gridDim.x)
-        for (int tt = 0; tt < NTILE; ++tt)
-          for (int sg = 0; sg < SPG; ++sg, ++it) {
-            const int slot = it % nst;
-            if (it >= nst) mbar_wait(&empty[slot], (unsigned)((it / nst) - 1) & 1u);
-            mbar_expect_tx(&full[slot], RING_STAGE_BYTES);
-            const bf16* src = p.W + ((size_t)(t * NTILE + tt) * KCH + (size_t)sg * RING_SC) * 256;
-            bulk_g2s(ring + (size_t)slot * RING_STAGE_BYTES, src, RING_STAGE_BYTES, &full[slot]);
-          }
-    }
-    return;
-  }
-
-  // ---- consumers (NW warps) ----
-  pdl_wait();
-  pdl_trigger();
-  const bool split = p.split != 0;
-  if constexpr (LN) {
-    gemv_ln_prologue<K, NW, 1, 2>(p, act, st, R);
-    cbar<1, NW * 32>();
-  } else {
-    if (act_s) {
-      for (int v = threadIdx.x; v < R * (K / 8); v += NW * 32) {
-        const int r = v / (K / 8), k8 = (v % (K / 8)) * 8;
-        *reinterpret_cast<uint4*>(act + (size_t)r * AST + k8) = ld_cg16(p.A + (size_t)r * K + k8);
-        if (split) *reinterpret_cast<uint4*>(act + (size_t)(R + r) * AST + k8) = ld_cg16(p.A_lo + (size_t)r * K + k8);
-      }
-      cbar<1, NW * 32>();
-    }
-  }
-
-  int it = 0;
-  for (int t = blockIdx.x; t < total; t += gridDim.x) {
-    float acc[NTILE][4], acc2[NTILE][4];
-#pragma unroll
-    for (int tt = 0; tt < NTILE; ++tt)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) acc[tt][i] = acc2[tt][i] = 0.f;
-#pragma unroll
-    for (int tt = 0; tt < NTILE; ++tt) {
-#pragma unroll 1
-      for (int sg = 0; sg < SPG; ++sg, ++it) {
-        const int slot = it % nst;
-        mbar_wait(&full[slot], (unsigned)(it / nst) & 1u);
-        const unsigned char* stg = ring + (size_t)slot * RING_STAGE_BYTES;
-        uint4 w[CPS];
-#pragma unroll
-        for (int c = 0; c < CPS; ++c) w[c] = *reinterpret_cast<const uint4*>(stg + (c * NW + warp) * 512 + lane * 16);
-        __syncwarp();
-        if (lane == 0) mbar_arrive(&empty[slot]);  // this warp's reads of the stage are done (values in registers)
-#pragma unroll
-        for (int c = 0; c < CPS; ++c) {
-          const int k = (sg * RING_SC + c * NW + warp) * 32 + t4 * 8;
-          uint4 a0, a1, l0, l1;
-          gemv_load_act<K, M16>(p, act, act_s, R, g, k, split, a0, a1, l0, l1);
-          if constexpr (!M16) a1 = l0;  // rows 8..15 carry the lo parts of rows 0..7
-          mma_bf16_16816(acc[tt], a0.x, a1.x, a0.y, a1.y, w[c].x, w[c].y);
-          mma_bf16_16816(acc[tt], a0.z, a1.z, a0.w, a1.w, w[c].z, w[c].w);
-          if (M16 && split) {
-            mma_bf16_16816(acc2[tt], l0.x, l1.x, l0.y, l1.y, w[c].x, w[c].y);
-            mma_bf16_16816(acc2[tt], l0.z, l1.z, l0.w, l1.w, w[c].z, w[c].w);
-          }
-        }
-      }
-    }
-    gemv_reduce<NTILE, NW, M16, 1>(acc, acc2, split, red, outs);
-    gemv_epilogue<NTILE, NW, EPI, 1>(p, outs, flag, t * NT, t, total);
-    cbar<1, NW * 32>();
   }
 }
 
@@ -1247,11 +921,7 @@ struct AttnParams {
   bf16* out;           // [R][D] hi part
   bf16* out_lo;        // [R][D] lo part
   int maxs;
-  Prefetch pf;         // L2 prefetch (variant bit 20: the next GEMVs' weights while attention runs)
   unsigned long long* tl;  // diagnostics only: timeline stamps (TlStamp) or null
-  int serial_combine;  // 1: the session-6 split combine (one L2 round trip per split; variant bit 28)
-  int early_const;     // 1 (session 8): RoPE row and q/k norm weights loaded before griddepcontrol.wait; the
-                       // current slot's q, k, v requested together and q, k normalised in one reduction
 };
 constexpr int ATT_MAXSPLIT = 128;  // splits per (row, head) the combine's shared arrays hold (host-checked)
 
@@ -1295,7 +965,6 @@ __global__ void __launch_bounds__(128) attn_decode_kernel(const AttnParams p) {
   const int split = blockIdx.x, h = blockIdx.y, r = blockIdx.z;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const TlStamp tls(p.tl);
-  if (tid == 0) l2_prefetch_share(p.pf, (r * H + h) * gridDim.x + split, gridDim.x * H * gridDim.z);
   // Everything read before pdl_wait() was written at least two kernels back (position, earlier KV slots).
   const int pos = __ldcg(&p.dyn->pos);
   const int cur = p.coff + pos;
@@ -1316,17 +985,10 @@ __global__ void __launch_bounds__(128) attn_decode_kernel(const AttnParams p) {
       vreg[kk] = make_uint2(0, 0);
     }
   }
-  // constants of this step (RoPE row of pos, norm weights): before the wait (session 8) or after it (session 7)
-  float2 cs;
-  float wqn, wkn;
-  auto load_const = [&] {
-    cs = p.rope[pos * (HD / 2) + tid / 2];
-    wqn = p.qnorm[tid];
-    wkn = p.knorm[tid];
-  };
-  if (p.early_const) load_const();
+  // constants of this step (RoPE row of pos, norm weights), also before the wait (session 8)
+  const float2 cs = p.rope[pos * (HD / 2) + tid / 2];
+  const float wqn = p.qnorm[tid], wkn = p.knorm[tid];
   pdl_handoff(tls);
-  if (!p.early_const) load_const();
 
   __shared__ __align__(16) float qs[HD], kn[HD], vn[HD], red4[8], wm[4], wl[4], ow[4][HD];
   __shared__ int last;
@@ -1334,30 +996,22 @@ __global__ void __launch_bounds__(128) attn_decode_kernel(const AttnParams p) {
   const bool has_cur = cur < L && cur >= j0 && cur < j0 + ACH;
   const float qraw = __ldcg(qrow + tid);
   // session 8: the block holding the current slot requests q, k and v together and normalises q and k in one
-  // reduction (session 7: k and v were requested only after q's normalisation)
-  const bool qk_once = has_cur && p.early_const;
-  float kraw = 0.f, vraw = 0.f, kq = 0.f;
-  if (qk_once) {
-    kraw = __ldcg(qrow + D + tid);
-    vraw = __ldcg(qrow + 2 * D + tid);
-    float qo;
+  // reduction (block-uniform branch)
+  if (has_cur) {
+    const float kraw = __ldcg(qrow + D + tid);
+    const float vraw = __ldcg(qrow + 2 * D + tid);
+    float qo, kq;
     norm_rope_qk(qraw, kraw, wqn, wkn, cs, red4, qo, kq);
     qs[tid] = qo;
-  } else {
-    qs[tid] = norm_rope(qraw, wqn, cs, red4);
-  }
-  if (has_cur) {  // the current key/value as cached (bf16), so every step sees the same values for this slot
-    if (!qk_once) {
-      kraw = __ldcg(qrow + D + tid);
-      kq = norm_rope(kraw, wkn, cs, red4);
-      vraw = __ldcg(qrow + 2 * D + tid);
-    }
+    // the current key/value as cached (bf16), so every step sees the same values for this slot
     const bf16 kb = __float2bfloat16_rn(kq);
     const bf16 vv = __float2bfloat16_rn(vraw);
     kn[tid] = bf(kb);
     vn[tid] = bf(vv);
     p.kc[base + (size_t)cur * HD + tid] = kb;
     p.vc[base + (size_t)cur * HD + tid] = vv;
+  } else {
+    qs[tid] = norm_rope(qraw, wqn, cs, red4);
   }
   __syncthreads();
   const float4 q4 = *reinterpret_cast<const float4*>(qs + lane * 4);
@@ -1434,46 +1088,34 @@ __global__ void __launch_bounds__(128) attn_decode_kernel(const AttnParams p) {
   __syncthreads();
   if (!last) return;
   const float* parts = p.part + (size_t)(r * H + h) * p.maxs * (HD + 2);
-  if (p.serial_combine) {  // session 6: one L2 round trip per split and loop (variant bit 28)
-    float M = -INFINITY;
-    for (int s = 0; s < nsplit; ++s) M = fmaxf(M, __ldcg(parts + s * (HD + 2) + HD));
-    float Ls = 0.f, O = 0.f;
-    for (int s = 0; s < nsplit; ++s) {
-      const float f = __expf(__ldcg(parts + s * (HD + 2) + HD) - M);
-      Ls += __ldcg(parts + s * (HD + 2) + HD + 1) * f;
-      O += __ldcg(parts + s * (HD + 2) + tid) * f;
-    }
-    split_store(p.out, p.out_lo, (size_t)r * D + h * HD + tid, O / Ls);
-  } else {
-    // Session 7: the splits' (m, l) go to shared memory in one parallel load, each thread's o values are loaded
-    // 16 at a time (all in flight together), then combined in the same order as above: bitwise the same result.
-    __shared__ float cm[ATT_MAXSPLIT], cl[ATT_MAXSPLIT];
-    for (int s = tid; s < nsplit; s += 128) {
-      cm[s] = __ldcg(parts + s * (HD + 2) + HD);
-      cl[s] = __ldcg(parts + s * (HD + 2) + HD + 1);
-    }
-    float ov[16];
-#pragma unroll
-    for (int i = 0; i < 16; ++i) ov[i] = i < nsplit ? __ldcg(parts + i * (HD + 2) + tid) : 0.f;
-    __syncthreads();
-    float M = -INFINITY;
-    for (int s = 0; s < nsplit; ++s) M = fmaxf(M, cm[s]);
-    float Ls = 0.f, O = 0.f;
-    for (int s0 = 0; s0 < nsplit; s0 += 16) {
-      if (s0 > 0) {
-#pragma unroll
-        for (int i = 0; i < 16; ++i) ov[i] = s0 + i < nsplit ? __ldcg(parts + (s0 + i) * (HD + 2) + tid) : 0.f;
-      }
-#pragma unroll
-      for (int i = 0; i < 16; ++i)
-        if (s0 + i < nsplit) {
-          const float f = __expf(cm[s0 + i] - M);
-          Ls += cl[s0 + i] * f;
-          O += ov[i] * f;
-        }
-    }
-    split_store(p.out, p.out_lo, (size_t)r * D + h * HD + tid, O / Ls);
+  // Session 7: the splits' (m, l) go to shared memory in one parallel load, each thread's o values are loaded
+  // 16 at a time (all in flight together), then combined in split order (max, then the rescaled sums).
+  __shared__ float cm[ATT_MAXSPLIT], cl[ATT_MAXSPLIT];
+  for (int s = tid; s < nsplit; s += 128) {
+    cm[s] = __ldcg(parts + s * (HD + 2) + HD);
+    cl[s] = __ldcg(parts + s * (HD + 2) + HD + 1);
   }
+  float ov[16];
+#pragma unroll
+  for (int i = 0; i < 16; ++i) ov[i] = i < nsplit ? __ldcg(parts + i * (HD + 2) + tid) : 0.f;
+  __syncthreads();
+  float M = -INFINITY;
+  for (int s = 0; s < nsplit; ++s) M = fmaxf(M, cm[s]);
+  float Ls = 0.f, O = 0.f;
+  for (int s0 = 0; s0 < nsplit; s0 += 16) {
+    if (s0 > 0) {
+#pragma unroll
+      for (int i = 0; i < 16; ++i) ov[i] = s0 + i < nsplit ? __ldcg(parts + (s0 + i) * (HD + 2) + tid) : 0.f;
+    }
+#pragma unroll
+    for (int i = 0; i < 16; ++i)
+      if (s0 + i < nsplit) {
+        const float f = __expf(cm[s0 + i] - M);
+        Ls += cl[s0 + i] * f;
+        O += ov[i] * f;
+      }
+  }
+  split_store(p.out, p.out_lo, (size_t)r * D + h * HD + tid, O / Ls);
   if (tid == 0) p.cnt[r * H + h] = 0;
 }
 

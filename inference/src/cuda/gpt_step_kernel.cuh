@@ -30,9 +30,42 @@ namespace cubeforge::cuda::detail {
 
 constexpr int SK_NW = 8;                     // consumer warps
 constexpr int SK_THREADS = SK_NW * 32 + 32;  // + one producer warp
-constexpr int SK_STAGE = RING_STAGE_BYTES;   // 12 KB: 24 blocks of 8 rows x 32 columns (blocked layout)
+constexpr int SK_SC = 24;                    // 512-B weight blocks (8 rows x 32 columns, blocked layout) per stage
+constexpr int SK_STAGE = SK_SC * 512;        // 12 KB
 constexpr int SK_MAXST = 24;
 constexpr int SK_RMAX = 4;                   // rows the fused step serves (the down-proj input is staged: 98 KB at 4)
+
+// ---- shared-memory ring: mbarriers and bulk copies (the producer warp fills stages, consumers release them) ----
+__device__ __forceinline__ uint32_t smem_u32(const void* ptr) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(ptr));
+}
+__device__ __forceinline__ void mbar_init(uint64_t* bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(bar)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+__device__ __forceinline__ void mbar_expect_tx(uint64_t* bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(bar)) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, unsigned parity) {
+  uint32_t done = 0;
+  do {
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(smem_u32(bar)), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+// Global -> shared bulk copy (bytes % 16 == 0, both addresses 16-byte aligned), completing on an mbarrier.
+__device__ __forceinline__ void bulk_g2s(void* dst, const void* src, unsigned bytes, uint64_t* bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                   smem_u32(dst)),
+               "l"(src), "r"(bytes), "r"(smem_u32(bar))
+               : "memory");
+}
 
 enum SkKind { SK_QKV = 0, SK_ATTN = 1, SK_OPROJ = 2, SK_GATEUP = 3, SK_DOWN = 4, SK_LM = 5 };
 
@@ -116,7 +149,7 @@ __device__ __forceinline__ void sk_stage_mma(const unsigned char* stg, const bf1
   const bf16* al = act + (size_t)(R + g) * AST + k0 + t4 * 8;
   float a2[4] = {0.f, 0.f, 0.f, 0.f}, b2[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll 3
-  for (int c = 0; c < RING_SC; c += 2) {
+  for (int c = 0; c < SK_SC; c += 2) {
     const uint4 w0 = *reinterpret_cast<const uint4*>(stg + c * 512 + lane * 16);
     const uint4 w1 = *reinterpret_cast<const uint4*>(stg + (c + 1) * 512 + lane * 16);
     uint4 h0 = make_uint4(0, 0, 0, 0), l0 = h0, h1 = h0, l1 = h0;
