@@ -88,7 +88,7 @@ struct Gemv {
 // One-round GEMV (gemv1_kernel, session 7): R <= 8 rows, at most MAXT work items per block, every weight byte
 // requested before griddepcontrol.wait. run() returns false (caller falls back to the persistent kernel) when the
 // launch does not fit: more rows, fewer resident blocks than total / MAXT, or a grid that is not a multiple of KSPLIT.
-// NSM (session 8): the last NSM items of a block are held in shared memory (cp.async) instead of registers.
+// NSM (session 8): the last NSM items of a block are held in shared memory (bulk copies) instead of registers.
 template <int K, int NTILE, int NW, int KSPLIT, int EPI, int MAXT, int NSM = 0>
 struct Gemv1 {
   static constexpr int NT = 8 * NTILE;
@@ -98,7 +98,7 @@ struct Gemv1 {
   static bool act_smem(int R) { return !LN && act_bytes(R) <= kActSmemMax; }
   static size_t smem(int R, bool act) {
     size_t s = LN ? act_bytes(R) + 16 * sizeof(float2) : (act ? act_bytes(R) : 0);
-    const size_t ws = (size_t)NSM * (K / KSPLIT / (32 * NW)) * NTILE * NW * 32 * 16;  // cp.async weight items
+    const size_t ws = (NSM > 0 ? 16 : 0) + (size_t)NSM * (K / KSPLIT / (32 * NW)) * NTILE * NW * 32 * 16;  // mbarrier + weight items
     return ws + s + (size_t)NW * NTILE * 128 * 4 + (size_t)MAXT * 16 * NT * 4 + 32 * 4;
   }
   static inline int occ = 0;  // resident blocks per SM at the largest launch (R = 8)
@@ -116,7 +116,7 @@ struct Gemv1 {
     }
   }
   static bool run(const GemvParams& p0, cudaStream_t s, bool pdl, int nsm) {
-    if (p0.R > 8 || occ < 1) return false;
+    if (p0.R > 8 || occ < 1 || (NSM > 0 && p0.N % NT)) return false;  // shared-memory items: whole row groups
     const int total = (p0.N + NT - 1) / NT * KSPLIT;
     int grid = std::min(total, nsm * occ);
     grid -= grid % KSPLIT;

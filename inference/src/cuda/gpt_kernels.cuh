@@ -54,6 +54,47 @@ __device__ __forceinline__ uint64_t policy_evict_first() {
   return pol;
 }
 
+// ---- bulk copies (the copy engine, no registers) completing on shared-memory mbarriers ---------------------------
+// Used by the one-round GEMVs' shared-memory weight items and the fused step's ring (gpt_step_kernel.cuh).
+__device__ __forceinline__ uint32_t smem_u32(const void* ptr) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(ptr));
+}
+__device__ __forceinline__ void mbar_init(uint64_t* bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(bar)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+__device__ __forceinline__ void mbar_expect_tx(uint64_t* bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(bar)) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, unsigned parity) {
+  uint32_t done = 0;
+  do {
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(smem_u32(bar)), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+// Global -> shared bulk copy (bytes % 16 == 0, both addresses 16-byte aligned), completing on an mbarrier.
+__device__ __forceinline__ void bulk_g2s(void* dst, const void* src, unsigned bytes, uint64_t* bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                   smem_u32(dst)),
+               "l"(src), "r"(bytes), "r"(smem_u32(bar))
+               : "memory");
+}
+// The same with an L2 cache policy (createpolicy), e.g. evict_first for weights read once per step.
+__device__ __forceinline__ void bulk_g2s_hint(void* dst, const void* src, unsigned bytes, uint64_t* bar, uint64_t pol) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;" ::"r"(
+          smem_u32(dst)),
+      "l"(src), "r"(bytes), "r"(smem_u32(bar)), "l"(pol)
+      : "memory");
+}
+
 // ---- timeline diagnostics (EngineOptions::variant bit 21) ---------------------------------------------------------
 // Per kernel three %globaltimer stamps (ns), all kept by atomicMin: the earliest block start, the earliest return
 // from griddepcontrol.wait (= when the predecessor's results became visible) and the latest block end (stored as ~t).
@@ -563,46 +604,6 @@ __device__ __forceinline__ void gemv_load_w(uint4 (&w)[K / KSPLIT / (32 * NW)][N
     }
   }
 }
-// Session 8: the same fragments as gemv_load_w, copied by cp.async into this thread's own shared-memory slots
-// ws[(c NTILE + tt) NTHR + threadIdx.x] (a warp's 32 slots are 512 contiguous bytes: no bank conflicts). The thread
-// that issued them reads them back after cp.async.wait_all, so no barrier is needed. Zeros where n >= N.
-template <int K, int NTILE, int NW, int KSPLIT>
-__device__ __forceinline__ void gemv_load_w_smem(uint4* ws, const bf16* W, int N, int t, int warp, int g, int t4,
-                                                 uint64_t pol) {
-  constexpr int KS = K / KSPLIT, CPW = KS / (32 * NW), NT = 8 * NTILE, NTHR = NW * 32;
-  const int n0 = (t / KSPLIT) * NT, kbase = (t % KSPLIT) * KS;
-#pragma unroll
-  for (int c = 0; c < CPW; ++c) {
-    const int kc = kbase / 32 + c * NW + warp;
-#pragma unroll
-    for (int tt = 0; tt < NTILE; ++tt) {
-      const int n = n0 + tt * 8 + g;
-      uint4* dst = ws + (c * NTILE + tt) * NTHR + threadIdx.x;
-      if (n >= N) {
-        *dst = make_uint4(0, 0, 0, 0);
-        continue;
-      }
-      const bf16* src = W + gemv_w_off<K>(n, kc, g, t4);
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-      if (pol)
-        asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(
-                         (unsigned)__cvta_generic_to_shared(dst)), "l"(src), "l"(pol) : "memory");
-      else
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((unsigned)__cvta_generic_to_shared(dst)),
-                     "l"(src) : "memory");
-#endif
-    }
-  }
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.commit_group;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void cp_async_wait_all() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_all;" ::: "memory");
-#endif
-}
-
 // MINB: minimum resident blocks per SM asked of the compiler (2: at most 128 registers, so two blocks share an SM,
 // more weight bytes in flight and one block's reduction/epilogue overlaps the other's loads).
 // PIPE 0: the session-3..6 order (the next-but-one tile's weights requested after this tile's reduction and
@@ -754,8 +755,9 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
 // the items' atomics back to back) and one barrier pair, so the block's L2 round trips are paid once instead of
 // once per item. Same chunk order and reduction order per item as gemv_kernel: outputs bitwise equal.
 // Session 8, NSM > 0 (gate/up: 768 items of 16 outputs, 48 KB each, on 264 blocks; three register sets would not
-// fit in 128 registers): the last NSM items of a block are copied by cp.async into shared memory (gemv_load_w_smem),
-// also before griddepcontrol.wait, so the kernel is still one round. The items then run one after the other (MMAs
+// fit in 128 registers): the last NSM items of a block are copied into shared memory, also before
+// griddepcontrol.wait, so the kernel is still one round (session 11: as bulk copies issued by one thread before the
+// register loads, completing on an mbarrier; session 8 had 16-byte cp.async per thread after them). The items then run one after the other (MMAs
 // of item j, its reduction, then item j + 1; the LN input sits in shared memory, so re-reading its fragments per
 // item is cheap) to keep one accumulator set live. Per item the same sums in the same order: bitwise equal.
 template <int K, int NTILE, int NW, int KSPLIT, int EPI, int MAXT, int NSM = 0>
@@ -776,18 +778,38 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
   const TlStamp tls(p.tl);
 
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  // [NSM shared-memory weight items][input rows | red | outs | flags]
-  uint4* ws = reinterpret_cast<uint4*>(smem_raw);
-  unsigned char* smem = smem_raw + (size_t)NSM * CPW * NTILE * NTHR * 16;
+  // [mbarrier (16 B, NSM > 0)][NSM shared-memory weight items][input rows | red | outs | flags]
+  constexpr size_t WS_OFF = NSM > 0 ? 16 : 0;
+  uint64_t* wbar = reinterpret_cast<uint64_t*>(smem_raw);
+  uint4* ws = reinterpret_cast<uint4*>(smem_raw + WS_OFF);
+  unsigned char* smem = smem_raw + WS_OFF + (size_t)NSM * CPW * NTILE * NTHR * 16;
   uint4 w[NR][CPW][NTILE];
   const uint64_t pol = policy_evict_first();
   // The shared-memory items' copies are issued first (session 11): they hold no registers, so a register spill
   // among the later register loads (a spill store waits for its load's data) cannot hold them back.
+  // One thread issues them as bulk copies: an item's rows are NTILE 8-row groups, each K range of a group
+  // contiguous in the blocked layout (KS * 16 bytes), copied as is: ws[item][tt][block kc][lane] (uint4).
+  if constexpr (NSM > 0) {
+    if (threadIdx.x == 0) {
+      mbar_init(wbar, 1);
+      mbar_fence_init();
+      unsigned bytes = 0;
 #pragma unroll
-  for (int j = NR; j < MAXT; ++j)
-    if ((int)blockIdx.x + j * G < total)
-      gemv_load_w_smem<K, NTILE, NW, KSPLIT>(ws + (size_t)(j - NR) * CPW * NTILE * NTHR, p.W, p.N,
-                                             blockIdx.x + j * G, warp, g, t4, pol);
+      for (int j = NR; j < MAXT; ++j)
+        if ((int)blockIdx.x + j * G < total) bytes += NTILE * KS * 16;
+      mbar_expect_tx(wbar, bytes);
+#pragma unroll
+      for (int j = NR; j < MAXT; ++j) {
+        const int t = blockIdx.x + j * G;
+        if (t >= total) break;
+        const int n0 = (t / KSPLIT) * NT, kc0 = (t % KSPLIT) * (KS / 32);
+#pragma unroll
+        for (int tt = 0; tt < NTILE; ++tt)
+          bulk_g2s_hint(ws + ((size_t)(j - NR) * NTILE + tt) * (KS / 32) * 32, p.W + gemv_w_off<K>(n0 + 8 * tt, kc0, 0, 0),
+                        KS * 16, wbar, pol);
+      }
+    }
+  }
 #pragma unroll
   for (int j = 0; j < NR; ++j)
     if ((int)blockIdx.x + j * G < total)
@@ -827,7 +849,7 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
 #pragma unroll
     for (int j = 0; j < MAXT; ++j) {
       if ((int)blockIdx.x + j * G >= total) break;
-      if (j == NR) cp_async_wait_all();
+      if (j == NR) mbar_wait(wbar, 0);
       float acc[NTILE][4] = {};
 #pragma unroll
       for (int c = 0; c < CPW; ++c) {
@@ -837,7 +859,7 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
         for (int tt = 0; tt < NTILE; ++tt)
           mma_chunk(acc[tt], a0, a1,
                     j < NR ? w[j < NR ? j : 0][c][tt]
-                           : ws[((size_t)(j - NR) * CPW * NTILE + c * NTILE + tt) * NTHR + threadIdx.x]);
+                           : ws[(((size_t)(j - NR) * NTILE + tt) * (KS / 32) + c * NW + warp) * 32 + lane]);
       }
       nmine = j + 1;
       gemv_reduce<NTILE, NW, false>(acc, acc2, split, red, outs + j * 16 * NT);

@@ -35,38 +35,6 @@ constexpr int SK_STAGE = SK_SC * 512;        // 12 KB
 constexpr int SK_MAXST = 24;
 constexpr int SK_RMAX = 4;                   // rows the fused step serves (the down-proj input is staged: 98 KB at 4)
 
-// ---- shared-memory ring: mbarriers and bulk copies (the producer warp fills stages, consumers release them) ----
-__device__ __forceinline__ uint32_t smem_u32(const void* ptr) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(ptr));
-}
-__device__ __forceinline__ void mbar_init(uint64_t* bar, unsigned count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(bar)), "r"(count) : "memory");
-}
-__device__ __forceinline__ void mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
-__device__ __forceinline__ void mbar_expect_tx(uint64_t* bar, unsigned bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(bar)) : "memory");
-}
-__device__ __forceinline__ void mbar_wait(uint64_t* bar, unsigned parity) {
-  uint32_t done = 0;
-  do {
-    asm volatile(
-        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(smem_u32(bar)), "r"(parity)
-        : "memory");
-  } while (!done);
-}
-// Global -> shared bulk copy (bytes % 16 == 0, both addresses 16-byte aligned), completing on an mbarrier.
-__device__ __forceinline__ void bulk_g2s(void* dst, const void* src, unsigned bytes, uint64_t* bar) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-                   smem_u32(dst)),
-               "l"(src), "r"(bytes), "r"(smem_u32(bar))
-               : "memory");
-}
-
 enum SkKind { SK_QKV = 0, SK_ATTN = 1, SK_OPROJ = 2, SK_GATEUP = 3, SK_DOWN = 4, SK_LM = 5 };
 
 struct SkPhase {
@@ -228,7 +196,7 @@ __device__ __forceinline__ void sk_ln(const float* x, int R, float eps, bf16* ac
 }
 
 // A non-LN GEMV input (bf16 hi [R][K] + lo [R][K] written earlier in this step) copied into act by cp.async (L2
-// only, so never a stale L1 line), stride K + 32; the caller waits (cp.async.wait_all) and syncs.
+// only, so never a stale L1 line), stride K + 32, and waits for them (cp.async.wait_all); the caller syncs.
 __device__ __forceinline__ void sk_stage_in(const bf16* hi, const bf16* lo, int R, int K, bf16* act) {
   const int AST = K + 32, w8 = K / 8, n = R * w8;
   for (int v = threadIdx.x; v < n; v += SK_NW * 32) {
@@ -244,8 +212,8 @@ __device__ __forceinline__ void sk_stage_in(const bf16* hi, const bf16* lo, int 
   }
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm volatile("cp.async.commit_group;" ::: "memory");
+  asm volatile("cp.async.wait_all;" ::: "memory");
 #endif
-  cp_async_wait_all();
 }
 
 // RMSNorm (eps 1e-5) + interleaved RoPE of the 4 dims d = 4 lane .. 4 lane + 3 of one head (a warp holds the head),
