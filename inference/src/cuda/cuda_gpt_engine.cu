@@ -132,7 +132,9 @@ struct Gemv1 {
 // persistent kernels serve 16 rows and any launch the one-round kernels refuse. Everything else measured in sessions
 // 3-10 (other tilings, split-K widths, register counts, the shared-memory ring, L2 prefetch windows, the full-K
 // down-proj) was slower and was removed in session 11 (docs/cuda-gpt.md, "Session 11").
-using Gemv1Qkv = Gemv1<D, 1, 8, 1, EPI_QKV, 3>;     // 576 items on 264 blocks
+// qkv: 576 items on 264 blocks, the third (24 KB) in shared memory since session 11: 94 instead of 122 registers, so
+// the attention kernel's blocks fit beside it and request their keys and values ~4 us earlier.
+using Gemv1Qkv = Gemv1<D, 1, 8, 1, EPI_QKV, 3, 1>;
 using Gemv1Down = Gemv1<F, 1, 8, 4, EPI_RESID, 3>;  // 768 items (192 tiles x 4-way split-K) on 264 blocks
 // Session 8: gate/up as one round, 768 items of 16 outputs on 264 blocks: two in registers, the third (48 KB) in
 // shared memory (at R = 8: 110 KB per block, still two blocks per SM).
