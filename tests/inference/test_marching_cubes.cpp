@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <algorithm>
 #include <array>
-#include <map>
 #include <set>
 
 #include "cubeforge/analytic_fields.h"
@@ -429,67 +428,8 @@ TEST(Cleanup, MergeDegenerateAndPivot) {
   EXPECT_FLOAT_EQ(sc.bbox_min[1] + sc.bbox_max[1], 0.0f);
 }
 
-// The weld (hash on the key) and the duplicate-face pass (faces bucketed by their smallest corner) must give what a
-// plain sort by key gives: the lowest vertex index of a key wins, the first face of a corner set wins, folds cancel.
-TEST(Cleanup, WeldAndDuplicateFacesMatchASortByKey) {
-  Mesh m = marching_cubes(evaluate_dense(torus_field(0.6f, 0.25f), 6));
-  const size_t nf = m.triangles.size();
-  uint32_t seed = 7;
-  auto rnd = [&] { return seed = seed * 1664525u + 1013904223u; };
-  for (int i = 0; i < 300; ++i) {  // copies, folds, repeated corners, a coincident vertex, all in random places
-    const auto t = m.triangles[rnd() % nf];
-    switch (rnd() % 4) {
-      case 0: m.triangles.push_back(t); break;
-      case 1: m.triangles.push_back({t[0], t[2], t[1]}); break;
-      case 2: m.triangles.push_back({t[0], t[0], t[1]}); break;
-      default:
-        m.positions.push_back(m.positions[t[0]]);
-        m.triangles.push_back({uint32_t(m.positions.size() - 1), t[1], t[2]});
-    }
-  }
-  for (size_t i = m.triangles.size() - 1; i > 0; --i) std::swap(m.triangles[i], m.triangles[rnd() % (i + 1)]);
-  // reference weld: sort (key, index), the group's first index represents it
-  const size_t n = m.positions.size();
-  std::vector<std::pair<std::array<float, 3>, uint32_t>> keys(n);
-  for (uint32_t v = 0; v < n; ++v) keys[v] = {m.positions[v], v};
-  std::sort(keys.begin(), keys.end());
-  std::vector<uint32_t> rep(n);
-  for (size_t s = 0; s < n;) {
-    size_t e = s;
-    while (e < n && keys[e].first == keys[s].first) rep[keys[e++].second] = keys[s].second;
-    s = e;
-  }
-  // reference duplicate pass on the welded corners: a std::map from the sorted corner set to the faces in order
-  std::map<std::array<uint32_t, 3>, std::vector<std::pair<size_t, int>>> groups;
-  for (size_t f = 0; f < m.triangles.size(); ++f) {
-    auto t = m.triangles[f];
-    for (auto& i : t) i = rep[i];
-    if (t[0] == t[1] || t[1] == t[2] || t[0] == t[2]) continue;
-    auto r = t;
-    while (r[0] > r[1] || r[0] > r[2]) r = {r[1], r[2], r[0]};
-    const int orient = r[1] < r[2] ? 0 : 1;
-    if (orient) std::swap(r[1], r[2]);
-    groups[r].push_back({f, orient});
-  }
-  std::vector<uint8_t> keep(m.triangles.size(), 0);
-  for (const auto& [corners, faces] : groups) {
-    size_t count[2] = {0, 0}, first[2] = {0, 0};
-    for (const auto& [f, o] : faces)
-      if (!count[o]++) first[o] = f;
-    if (count[0] != count[1]) keep[first[count[1] > count[0]]] = 1;
-  }
-  std::vector<std::array<Vec3, 3>> expected;
-  for (size_t f = 0; f < m.triangles.size(); ++f)
-    if (keep[f]) expected.push_back({m.positions[rep[m.triangles[f][0]]], m.positions[rep[m.triangles[f][1]]],
-                                     m.positions[rep[m.triangles[f][2]]]});
-  Mesh c = m;
-  const size_t merged = merge_duplicate_vertices(c, 0.0f);
-  EXPECT_GT(merged, 0u);
-  remove_degenerate_faces(c);
-  ASSERT_EQ(c.triangles.size(), expected.size());
-  for (size_t f = 0; f < expected.size(); ++f)
-    for (int k = 0; k < 3; ++k) ASSERT_EQ(c.positions[c.triangles[f][k]], expected[f][k]) << "face " << f;
-}
+// The weld and the duplicate-face pass against a sort by key and a std::map of corner sets, with injected copies,
+// folds, repeated corners and coincident vertices: test_mesh_cleanup.cpp (CleanupReference.*).
 
 TEST(Cleanup, FoldedFacePairsCancel) {
   Mesh m;
