@@ -65,11 +65,11 @@ struct EngineOptions {
   bool verbose = true;                   // print VRAM use at load (stderr)
   // Experiments and diagnostics, as bits (create() refuses any other bit; the alternatives measured slower in
   // sessions 3-10 were removed in session 11, docs/cuda-gpt.md says where they last were):
+  //   bit 3 (8): row-major decode weights (default: the blocked 8 x 32 layout)
   //   bit 4 (16): decode GEMV activations bf16 only (default: bf16 hi + lo parts, ~16 mantissa bits)
   //   bit 5 (32): prefill GEMM activations bf16 only (default: hi + lo parts)
-  //   bit 18 (262144): no attention kernels (timing diagnostic, wrong outputs)
-  //   bit 21 (2097152): per-kernel timeline of one replayed step on stderr (outputs right)
-  // (L2-resident weights, the old bit 19, is a compile-time diagnostic now: -DCUBEFORGE_GPT_DIAG_L2W.)
+  //   timing diagnostics, wrong outputs: bit 18 (262144) no attention kernels, bit 19 (524288) every GEMV reads one
+  //   L2-resident 2 MB range; bit 21 (2097152): per-kernel timeline of one replayed step on stderr (outputs right)
   int variant = 0;
 };
 

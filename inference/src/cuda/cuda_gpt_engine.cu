@@ -25,13 +25,9 @@ using namespace detail;
 namespace {
 
 // EngineOptions::variant: the bits that still select something (cuda_gpt.h); create() refuses the others.
-constexpr unsigned kVarBf16Dec = 16, kVarBf16Pre = 32, kVarNoAttn = 1u << 18, kVarTimeline = 1u << 21;
-constexpr unsigned kVarKnown = kVarBf16Dec | kVarBf16Pre | kVarNoAttn | kVarTimeline;
-#ifdef CUBEFORGE_GPT_DIAG_L2W
-constexpr bool kDiagL2Weights = true;  // timing diagnostics build: every GEMV reads L2-resident weights (gemv_w_off)
-#else
-constexpr bool kDiagL2Weights = false;
-#endif
+constexpr unsigned kVarRowMajor = 8, kVarBf16Dec = 16, kVarBf16Pre = 32;
+constexpr unsigned kVarNoAttn = 1u << 18, kVarL2Weights = 1u << 19, kVarTimeline = 1u << 21;
+constexpr unsigned kVarKnown = kVarRowMajor | kVarBf16Dec | kVarBf16Pre | kVarNoAttn | kVarL2Weights | kVarTimeline;
 
 double now_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -116,7 +112,8 @@ struct Gemv1 {
     }
   }
   static bool run(const GemvParams& p0, cudaStream_t s, bool pdl, int nsm) {
-    if (p0.R > 8 || occ < 1 || (NSM > 0 && p0.N % NT)) return false;  // shared-memory items: whole row groups
+    // shared-memory items are bulk copies of whole 8-row groups of the blocked layout
+    if (p0.R > 8 || occ < 1 || (NSM > 0 && (p0.N % NT || !p0.blocked))) return false;
     const int total = (p0.N + NT - 1) / NT * KSPLIT;
     int grid = std::min(total, nsm * occ);
     grid -= grid % KSPLIT;
@@ -132,9 +129,12 @@ struct Gemv1 {
 // persistent kernels serve 16 rows and any launch the one-round kernels refuse. Everything else measured in sessions
 // 3-10 (other tilings, split-K widths, register counts, the shared-memory ring, L2 prefetch windows, the full-K
 // down-proj) was slower and was removed in session 11 (docs/cuda-gpt.md, "Session 11").
-// qkv: 576 items on 264 blocks, the third (24 KB) in shared memory since session 11: 94 instead of 122 registers, so
-// the attention kernel's blocks fit beside it and request their keys and values ~4 us earlier.
-using Gemv1Qkv = Gemv1<D, 1, 8, 1, EPI_QKV, 3, 1>;
+// qkv: 576 items on 264 blocks. At <= 2 rows (one prompt) the third item (24 KB) sits in shared memory (session 11):
+// 94 instead of 122 registers, so the attention kernel's blocks fit beside it and request their keys and values
+// ~4 us earlier (-0.4% TPOT); with more rows that version measured slower (batch 4 +1%), so they keep three
+// register items.
+using Gemv1Qkv = Gemv1<D, 1, 8, 1, EPI_QKV, 3>;
+using Gemv1QkvSm = Gemv1<D, 1, 8, 1, EPI_QKV, 3, 1>;
 using Gemv1Down = Gemv1<F, 1, 8, 4, EPI_RESID, 3>;  // 768 items (192 tiles x 4-way split-K) on 264 blocks
 // Session 8: gate/up as one round, 768 items of 16 outputs on 264 blocks: two in registers, the third (48 KB) in
 // shared memory (at R = 8: 110 KB per block, still two blocks per SM).
@@ -195,9 +195,9 @@ struct CudaGptEngine::Impl {
   float *pc = nullptr, *pacc = nullptr, *pq = nullptr;
   bf16 *pact = nullptr, *patt = nullptr;
   int lm_blocks = 0;
-  int nsm = 132, smem_optin = 0;
+  int nsm = 132, blocked = 1, smem_optin = 0;
   int split_dec = 1, split_pre = 1;  // activation operands as bf16 hi + lo (decode GEMVs / prefill GEMMs)
-  bool diag_no_attn = false;  // timing-only diagnostic (bit 18): no attention kernels, wrong outputs
+  bool diag_no_attn = false, diag_l2w = false;  // timing-only diagnostics (bits 18, 19): wrong outputs
   // Timeline diagnostics (bit 21): stamps of every decode kernel of one step (TlStamp), printed by generate().
   bool diag_tl = false;
   unsigned long long* tl = nullptr;
@@ -340,7 +340,8 @@ struct CudaGptEngine::Impl {
         if (!std::isfinite(f)) throw cubeforge::Error("CUDA GPT: tensor " + name + " holds a non-finite value");
       return v;
     };
-    // Decode-only matrices (x stream, single block, lm_head) take the blocked GEMV layout (gemv_w_off); the
+    // Decode-only matrices (x stream, single block, lm_head) take the blocked GEMV layout (default; variant bit 3:
+    // row-major, gemv_w_off); the
     // cond-stream matrices stay row-major for cuBLAS.
     int blocked_now = 0;
     auto up = [&](bf16* dst, const std::string& name, std::vector<int64_t> shape, int mode = 0, long rows_used = -1) {
@@ -384,7 +385,7 @@ struct CudaGptEngine::Impl {
     for (int l = 0; l < L; ++l) {
       LayerW& w = layers[l];
       const std::string b = "transformer.dual_blocks." + std::to_string(l) + ".";
-      blocked_now = 1;
+      blocked_now = blocked;
       pre(b + "attn.pre_x.", w.x_qkv, w.x_vb, w.x_qn, w.x_kn);
       up(w.x_o, b + "post_1.c_proj.weight", {D, D});
       bias(w.x_ob, b + "post_1.c_proj.bias", D);
@@ -403,7 +404,7 @@ struct CudaGptEngine::Impl {
         f32(w.c_kn, b + "attn.pre_c.k_norm.weight", {HD});
       }
     }
-    blocked_now = 1;
+    blocked_now = blocked;
     {
       LayerW& w = single;
       const std::string b = "transformer.single_blocks.0.";
@@ -489,6 +490,7 @@ struct CudaGptEngine::Impl {
     GemvDown::prepare();
     GemvLm::prepare();
     Gemv1Qkv::prepare();
+    Gemv1QkvSm::prepare();
     Gemv1Down::prepare();
     Gemv1GateUp::prepare();
   }
@@ -542,6 +544,8 @@ struct CudaGptEngine::Impl {
 
   GemvParams base_params() const {
     GemvParams p = {};
+    p.blocked = blocked;
+    p.wmask = diag_l2w ? ((1ull << 20) - 1) : 0;
     p.R = R;
     p.X = x;
     p.stats = stats;
@@ -567,7 +571,8 @@ struct CudaGptEngine::Impl {
       q.out_f = qkv;
       q.ld_out = QKV_LD;
       q.tl = tl_slot(single_now ? "s.qkv" : "qkv");
-      if (!Gemv1Qkv::run(q, stream, pdl, nsm)) GemvQkv::run(q, stream, pdl, nsm);
+      if (!(R <= 2 ? Gemv1QkvSm::run(q, stream, pdl, nsm) : Gemv1Qkv::run(q, stream, pdl, nsm)))
+        GemvQkv::run(q, stream, pdl, nsm);
       AttnParams a = {};
       a.qkv = qkv;
       a.qnorm = w.x_qn;
@@ -667,7 +672,7 @@ struct CudaGptEngine::Impl {
   // kernel's shared-memory size (the ring gets what the staged inputs leave).
   void sk_setup(int cc_major) {
     const char* env = std::getenv("CUBEFORGE_GPT_STEP");
-    if (!env || std::string(env) != "1" || cc_major < 9 || !split_dec || kDiagL2Weights || diag_no_attn) return;
+    if (!env || std::string(env) != "1" || cc_major < 9 || !blocked || !split_dec || diag_l2w || diag_no_attn) return;
     const int rs = std::min(Rmax, SK_RMAX);
     sk_amaxs = (std::max(Tdual, N) + SK_ACH - 1) / SK_ACH;
     if (sk_amaxs > SK_MAXSPLIT) return;  // sequences beyond ~1500 slots: the per-kernel path
@@ -965,7 +970,7 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
                                                      const EngineOptions& opts) {
   if ((unsigned)opts.variant & ~kVarKnown)
     throw cubeforge::Error("CUDA GPT: EngineOptions::variant " + std::to_string(opts.variant) +
-                           " has bits other than 4, 5 (numerics), 18, 21 (diagnostics); the other "
+                           " has bits other than 3, 4, 5 (layout, numerics), 18, 19, 21 (diagnostics); the other "
                            "experiments were removed in session 11 (docs/cuda-gpt.md)");
   std::string why;
   if (!cuda_available(&why)) throw cubeforge::Error("CUDA GPT unavailable: " + why);
@@ -1012,17 +1017,19 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
   CF_CUDA(cudaGetDeviceProperties(&prop, 0));
   m.dev_name = prop.name;
   m.nsm = prop.multiProcessorCount;
+  m.blocked = (opts.variant & kVarRowMajor) ? 0 : 1;  // blocked weight layout (default; bit 3 = row-major)
   m.split_dec = (opts.variant & kVarBf16Dec) ? 0 : 1;  // bit 4: decode GEMV activations bf16 only (no lo part)
   m.split_pre = (opts.variant & kVarBf16Pre) ? 0 : 1;  // bit 5: prefill GEMM activations bf16 only (no lo part)
   m.smem_optin = prop.sharedMemPerBlockOptin;
   m.diag_no_attn = (opts.variant & kVarNoAttn) != 0;  // diagnostics, timing only: no attention kernels
+  m.diag_l2w = (opts.variant & kVarL2Weights) != 0;   // diagnostics, timing only: every GEMV reads the same 2 MB
   m.diag_tl = (opts.variant & kVarTimeline) != 0;
   if (opts.verbose)
     std::fprintf(stderr, "cubeforge cuda: decode GEMVs: one-round qkv / gate-up / down-proj at <= 8 rows, persistent "
-                         "otherwise; activations %s; L2 %d MB%s%s\n",
-                 m.split_dec ? "bf16 hi + lo" : "bf16 only", prop.l2CacheSize >> 20,
-                 m.diag_no_attn ? "; DIAGNOSTIC: no attention (wrong outputs)" : "",
-                 kDiagL2Weights ? "; DIAGNOSTIC: weights from one 2 MB L2-resident range (wrong outputs)" : "");
+                         "otherwise; %s weights, activations %s; L2 %d MB%s%s\n",
+                 m.blocked ? "blocked" : "row-major", m.split_dec ? "bf16 hi + lo" : "bf16 only",
+                 prop.l2CacheSize >> 20, m.diag_no_attn ? "; DIAGNOSTIC: no attention (wrong outputs)" : "",
+                 m.diag_l2w ? "; DIAGNOSTIC: weights from one 2 MB L2-resident range (wrong outputs)" : "");
   CF_CUDA(cudaStreamCreateWithFlags(&m.stream, cudaStreamNonBlocking));
   if (cublasCreate(&m.blas) != CUBLAS_STATUS_SUCCESS) throw cubeforge::Error("CUDA GPT: cublasCreate failed");
   CF_CUBLAS(cublasSetStream(m.blas, m.stream));

@@ -126,8 +126,9 @@ __device__ __forceinline__ void pdl_handoff(const TlStamp& tls) {
 }
 
 struct GemvParams {
-  const bf16* W;       // [N][K] in the blocked layout (see gemv_w_off)
+  const bf16* W;       // [N][K] blocked (default) or row-major (see gemv_w_off)
   int N;
+  int blocked;
   int R;               // rows (<= 16)
   const bf16* A;       // non-LN input [R][K]: bf16 high part of the fp32 activation
   const bf16* A_lo;    // non-LN input [R][K]: bf16 low part (activation - high), used when split
@@ -161,6 +162,7 @@ struct GemvParams {
   int* tokens;         // device [P][N]
   int* host_tokens;    // mapped pinned [P][N]
   int act_smem;        // non-LN input staged in shared memory (else read from L2 per chunk)
+  unsigned long long wmask;  // diagnostics only (timing): weight element offsets & wmask (0: off)
   unsigned long long* tl;    // diagnostics only: this kernel's timeline stamps (TlStamp) or null
 };
 
@@ -575,22 +577,25 @@ __device__ __forceinline__ void mma_chunk(float (&acc)[4], const uint4& a0, cons
 // bytes of the weight row and of the activation row. Persistent: a block walks tiles blockIdx.x, +gridDim.x, ...
 // with the next tile's weights loading into a second register set while the current one is reduced; the first
 // tile's weights are requested before griddepcontrol.wait, i.e. while the previous kernel still runs.
-// Weight layout (since session 3): 8-row x 32-column blocks of 512 B, block (n/8, k/32) at ((n/8) (K/32) + k/32)
-// 256 elements, row-major inside, so a warp's fragment load is one contiguous 512 B request instead of 8 rows x 64 B.
+// Weight layouts: blocked (the default since session 3): 8-row x 32-column blocks of 512 B, block (n/8, k/32) at
+// ((n/8) (K/32) + k/32) 256 elements, row-major inside, so a warp's fragment load is one contiguous 512 B request
+// instead of 8 rows x 64 B; or row-major [N][K] (PyTorch Linear layout; EngineOptions::variant bit 3).
 // Element offset of a lane's 16-byte weight fragment: row n (= 8-row group n / 8, row g inside it), 32-column chunk kc.
-// CUBEFORGE_GPT_DIAG_L2W (a compile-time switch for timing diagnostics, wrong outputs): every offset is folded into
-// the first 2 MB of its matrix, so the weights are served from L2 (build_cuda_gpt.sh EXTRA_NVFLAGS=-D...).
+// wmask (variant bit 19, timing diagnostics, wrong outputs): offsets folded into the first 2 MB of the matrix.
+// Session 11 made both compile-time: batch-4 TPOT rose 1.2% (another register allocation, more spill in the
+// one-round gate/up), so they stayed runtime fields.
 template <int K>
-__device__ __forceinline__ size_t gemv_w_off(int n, int kc, int g, int t4) {
-  size_t off = ((size_t)(n >> 3) * (K / 32) + kc) * 256 + (size_t)(g * 32 + t4 * 8);
-#ifdef CUBEFORGE_GPT_DIAG_L2W
-  off &= (1ull << 20) - 1;
-#endif
+__device__ __forceinline__ size_t gemv_w_off(int n, int kc, int g, int t4, bool blocked,
+                                             unsigned long long wmask) {
+  size_t off = blocked ? ((size_t)(n >> 3) * (K / 32) + kc) * 256 + (size_t)(g * 32 + t4 * 8)
+                       : (size_t)n * K + kc * 32 + t4 * 8;
+  if (wmask) off &= wmask;
   return off;
 }
 template <int K, int NTILE, int NW, int KSPLIT>
 __device__ __forceinline__ void gemv_load_w(uint4 (&w)[K / KSPLIT / (32 * NW)][NTILE], const bf16* W, int N, int t,
-                                            int warp, int g, int t4, uint64_t pol) {
+                                            int warp, int g, int t4, uint64_t pol, bool blocked,
+                                            unsigned long long wmask) {
   constexpr int KS = K / KSPLIT, CPW = KS / (32 * NW), NT = 8 * NTILE;
   const int n0 = (t / KSPLIT) * NT, kbase = (t % KSPLIT) * KS;
 #pragma unroll
@@ -599,7 +604,7 @@ __device__ __forceinline__ void gemv_load_w(uint4 (&w)[K / KSPLIT / (32 * NW)][N
 #pragma unroll
     for (int tt = 0; tt < NTILE; ++tt) {
       const int n = n0 + tt * 8 + g;
-      const size_t off = gemv_w_off<K>(n, kc, g, t4);
+      const size_t off = gemv_w_off<K>(n, kc, g, t4, blocked, wmask);
       w[c][tt] = (n < N) ? (pol ? ld_weight_hint(W + off, pol) : ld_weight(W + off)) : make_uint4(0, 0, 0, 0);
     }
   }
@@ -627,10 +632,10 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
 
   uint4 wa[CPW][NTILE], wb[CPW][NTILE];
   const uint64_t pol = policy_evict_first();
-  gemv_load_w<K, NTILE, NW, KSPLIT>(wa, p.W, p.N, t, warp, g, t4, pol);
+  gemv_load_w<K, NTILE, NW, KSPLIT>(wa, p.W, p.N, t, warp, g, t4, pol, p.blocked, p.wmask);
   if constexpr (PIPE == 1)
     if (t + (int)gridDim.x < total)
-      gemv_load_w<K, NTILE, NW, KSPLIT>(wb, p.W, p.N, t + gridDim.x, warp, g, t4, pol);
+      gemv_load_w<K, NTILE, NW, KSPLIT>(wb, p.W, p.N, t + gridDim.x, warp, g, t4, pol, p.blocked, p.wmask);
   pdl_handoff(tls);
 
   extern __shared__ __align__(16) unsigned char smem[];
@@ -687,7 +692,7 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
     }
     // PIPE 1: this register set is free now: refill it with tile `refill` (the next-but-one of this block).
     if constexpr (PIPE == 1)
-      if (refill < total) gemv_load_w<K, NTILE, NW, KSPLIT>(w, p.W, p.N, refill, warp, g, t4, pol);
+      if (refill < total) gemv_load_w<K, NTILE, NW, KSPLIT>(w, p.W, p.N, refill, warp, g, t4, pol, p.blocked, p.wmask);
     gemv_reduce<NTILE, NW, M16>(acc, acc2, split, red, outs);
 
     if constexpr (KSPLIT > 1) {
@@ -731,13 +736,13 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
     for (;;) {
       int tn = t + gridDim.x;
       if (tn < total)
-        gemv_load_w<K, NTILE, NW, KSPLIT>(wb, p.W, p.N, tn, warp, g, t4, pol);
+        gemv_load_w<K, NTILE, NW, KSPLIT>(wb, p.W, p.N, tn, warp, g, t4, pol, p.blocked, p.wmask);
       process(wa, t, total);
       __syncthreads();
       if (tn >= total) break;
       t = tn;
       tn = t + gridDim.x;
-      if (tn < total) gemv_load_w<K, NTILE, NW, KSPLIT>(wa, p.W, p.N, tn, warp, g, t4, pol);
+      if (tn < total) gemv_load_w<K, NTILE, NW, KSPLIT>(wa, p.W, p.N, tn, warp, g, t4, pol, p.blocked, p.wmask);
       process(wb, t, total);
       __syncthreads();
       if (tn >= total) break;
@@ -805,15 +810,15 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
         const int n0 = (t / KSPLIT) * NT, kc0 = (t % KSPLIT) * (KS / 32);
 #pragma unroll
         for (int tt = 0; tt < NTILE; ++tt)
-          bulk_g2s_hint(ws + ((size_t)(j - NR) * NTILE + tt) * (KS / 32) * 32, p.W + gemv_w_off<K>(n0 + 8 * tt, kc0, 0, 0),
-                        KS * 16, wbar, pol);
+          bulk_g2s_hint(ws + ((size_t)(j - NR) * NTILE + tt) * (KS / 32) * 32,
+                        p.W + gemv_w_off<K>(n0 + 8 * tt, kc0, 0, 0, true, p.wmask), KS * 16, wbar, pol);
       }
     }
   }
 #pragma unroll
   for (int j = 0; j < NR; ++j)
     if ((int)blockIdx.x + j * G < total)
-      gemv_load_w<K, NTILE, NW, KSPLIT>(w[j], p.W, p.N, blockIdx.x + j * G, warp, g, t4, pol);
+      gemv_load_w<K, NTILE, NW, KSPLIT>(w[j], p.W, p.N, blockIdx.x + j * G, warp, g, t4, pol, p.blocked, p.wmask);
   pdl_handoff(tls);
 
   const int R = p.R;
