@@ -140,14 +140,15 @@ using Gemv1Down = Gemv1<F, 1, 8, 4, EPI_RESID, 3>;  // 768 items (192 tiles x 4-
 // shared memory (at R = 8: 110 KB per block, still two blocks per SM).
 using Gemv1GateUp = Gemv1<D, 2, 8, 1, EPI_SWIGLU, 3, 1>;
 // Persistent kernels. PIPE 1 (session 7; both register sets requested before griddepcontrol.wait, a set refilled
-// right after its MMAs) for the 8-output tiles; gate/up and lm_head (16-output tiles) keep PIPE 0: with PIPE 1 they
-// spill at 128 registers and measured slower (session 7). Tiles of 8 outputs for qkv / o-proj / down-proj, 4-way
-// split-K for the down-proj (K 6144), <= 128 registers so two blocks share an SM.
+// right after its MMAs) for the 8-output tiles; gate/up's 16-output tiles keep PIPE 0: with PIPE 1 they spill at 128
+// registers and measured slower (session 7). Tiles of 8 outputs for qkv / o-proj / down-proj / lm_head (the lm_head
+// had 16 until session 11: 164 B of spill; 8 spill nothing, same logits bitwise, -0.1%), 4-way split-K for the
+// down-proj (K 6144), <= 128 registers so two blocks share an SM.
 using GemvQkv = Gemv<D, 1, 8, 1, EPI_QKV, true, 2, 1>;
 using GemvOproj = Gemv<D, 1, 8, 1, EPI_RESID, false, 2, 1>;
 using GemvGateUp = Gemv<D, 2, 8, 1, EPI_SWIGLU, true, 2>;
 using GemvDown = Gemv<F, 1, 8, 4, EPI_RESID, false, 2, 1>;
-using GemvLm = Gemv<D, 2, 8, 1, EPI_LMHEAD, true, 2>;
+using GemvLm = Gemv<D, 1, 8, 1, EPI_LMHEAD, true, 2, 1>;
 
 struct LayerW {
   bf16 *x_qkv = nullptr, *x_vb = nullptr, *x_o = nullptr, *x_ob = nullptr, *x_gu = nullptr, *x_gub = nullptr,
