@@ -34,15 +34,21 @@ double now_ms() {
 }
 
 // ---- GEMV configurations (outputs per block = 8 NTILE, NW warps along K, KSPLIT blocks along K) ---------------
-// Persistent GEMV (gemv_kernel): serves every row count (the 16-row batch-8 path always) and the shapes the one-round
-// kernel cannot take. MINB applies to R <= 8 rows; the 16-row instantiation always takes MINB 1.
-template <int K, int NTILE, int NW, int KSPLIT, int EPI, bool LN, int MINB = 1, int PIPE = 0>
-struct Gemv {
-  static constexpr int NT = 8 * NTILE;
-  // Non-LN inputs are staged in shared memory (hi + lo rows) when they take at most this many bytes (session 5).
+// A GEMV's input in shared memory (hi + lo rows of K + 32 columns; gemv_stage_input): LN inputs always, non-LN
+// inputs when they take at most kActSmemMax bytes (session 5). Shared by the persistent and one-round launchers.
+template <int K, bool LN>
+struct GemvInput {
   static constexpr size_t kActSmemMax = 100 * 1024;
   static size_t act_bytes(int R) { return ((size_t)2 * R * (K + 32) * 2 + 15) & ~size_t(15); }
   static bool act_smem(int R) { return !LN && act_bytes(R) <= kActSmemMax; }
+};
+// Persistent GEMV (gemv_kernel): serves every row count (the 16-row batch-8 path always) and the shapes the one-round
+// kernel cannot take. MINB applies to R <= 8 rows; the 16-row instantiation always takes MINB 1.
+template <int K, int NTILE, int NW, int KSPLIT, int EPI, bool LN, int MINB = 1, int PIPE = 0>
+struct Gemv : GemvInput<K, LN> {
+  using GemvInput<K, LN>::act_bytes;
+  using GemvInput<K, LN>::act_smem;
+  static constexpr int NT = 8 * NTILE;
   static size_t smem(int R, bool act = false) {
     size_t s = LN ? act_bytes(R) + 16 * sizeof(float2) : (act ? act_bytes(R) : 0);  // hi + lo rows
     return s + (size_t)NW * NTILE * 128 * 4 + 16 * NT * 4 + 32 * 4;
@@ -86,12 +92,11 @@ struct Gemv {
 // launch does not fit: more rows, fewer resident blocks than total / MAXT, or a grid that is not a multiple of KSPLIT.
 // NSM (session 8): the last NSM items of a block are held in shared memory (bulk copies) instead of registers.
 template <int K, int NTILE, int NW, int KSPLIT, int EPI, int MAXT, int NSM = 0>
-struct Gemv1 {
+struct Gemv1 : GemvInput<K, EPI != EPI_RESID> {
   static constexpr int NT = 8 * NTILE;
   static constexpr bool LN = EPI != EPI_RESID;
-  static constexpr size_t kActSmemMax = 100 * 1024;
-  static size_t act_bytes(int R) { return ((size_t)2 * R * (K + 32) * 2 + 15) & ~size_t(15); }
-  static bool act_smem(int R) { return !LN && act_bytes(R) <= kActSmemMax; }
+  using GemvInput<K, LN>::act_bytes;
+  using GemvInput<K, LN>::act_smem;
   static size_t smem(int R, bool act) {
     size_t s = LN ? act_bytes(R) + 16 * sizeof(float2) : (act ? act_bytes(R) : 0);
     const size_t ws = (NSM > 0 ? 16 : 0) + (size_t)NSM * (K / KSPLIT / (32 * NW)) * NTILE * NW * 32 * 16;  // mbarrier + weight items
@@ -341,9 +346,8 @@ struct CudaGptEngine::Impl {
         if (!std::isfinite(f)) throw cubeforge::Error("CUDA GPT: tensor " + name + " holds a non-finite value");
       return v;
     };
-    // Decode-only matrices (x stream, single block, lm_head) take the blocked GEMV layout (default; variant bit 3:
-    // row-major, gemv_w_off); the
-    // cond-stream matrices stay row-major for cuBLAS.
+    // Decode-only matrices (x stream, single block, lm_head) take the blocked GEMV layout (gemv_w_off; variant bit 3:
+    // row-major); the cond-stream matrices stay row-major for cuBLAS.
     int blocked_now = 0;
     auto up = [&](bf16* dst, const std::string& name, std::vector<int64_t> shape, int mode = 0, long rows_used = -1) {
       std::vector<float> v = fetch(name, shape);

@@ -582,8 +582,8 @@ __device__ __forceinline__ void mma_chunk(float (&acc)[4], const uint4& a0, cons
 // instead of 8 rows x 64 B; or row-major [N][K] (PyTorch Linear layout; EngineOptions::variant bit 3).
 // Element offset of a lane's 16-byte weight fragment: row n (= 8-row group n / 8, row g inside it), 32-column chunk kc.
 // wmask (variant bit 19, timing diagnostics, wrong outputs): offsets folded into the first 2 MB of the matrix.
-// Session 11 made both compile-time: batch-4 TPOT rose 1.2% (another register allocation, more spill in the
-// one-round gate/up), so they stayed runtime fields.
+// Session 11 tried both as compile-time switches: batch-4 TPOT rose 1.2% (another register allocation, more spill in
+// the one-round gate/up), so they stay runtime fields.
 template <int K>
 __device__ __forceinline__ size_t gemv_w_off(int n, int kc, int g, int t4, bool blocked,
                                              unsigned long long wmask) {
@@ -762,9 +762,9 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
 // Session 8, NSM > 0 (gate/up: 768 items of 16 outputs, 48 KB each, on 264 blocks; three register sets would not
 // fit in 128 registers): the last NSM items of a block are copied into shared memory, also before
 // griddepcontrol.wait, so the kernel is still one round (session 11: as bulk copies issued by one thread before the
-// register loads, completing on an mbarrier; session 8 had 16-byte cp.async per thread after them). The items then run one after the other (MMAs
-// of item j, its reduction, then item j + 1; the LN input sits in shared memory, so re-reading its fragments per
-// item is cheap) to keep one accumulator set live. Per item the same sums in the same order: bitwise equal.
+// register loads, completing on an mbarrier; session 8 had 16-byte cp.async per thread after them). The items then
+// run one after the other (MMAs of item j, its reduction, then item j + 1; the LN input sits in shared memory, so
+// re-reading its fragments per item is cheap) to keep one accumulator set live. Per item the same sums in the same order: bitwise equal.
 template <int K, int NTILE, int NW, int KSPLIT, int EPI, int MAXT, int NSM = 0>
 __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
   constexpr int KS = K / KSPLIT;
