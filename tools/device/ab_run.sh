@@ -12,7 +12,8 @@
 #   AB_BINS=".devcarry/new/cubeforge-gen .devcarry/base/cubeforge-gen" STAGES=smoke,digest,ab,tl,check,bench,memcheck \
 #     bash tools/device/ab_run.sh
 # The first value (of AB_BINS, else of AB_VALUES) is the one `check`, `bench` and `memcheck` run. `digest` runs
-# cuda-check tiny and v0.1 for every value and says whether their digest lines agree.
+# cuda-check tiny and v0.1 for every value (DIGEST_VALUES, if set) and says whether their digest lines agree; `tl`
+# runs the timeline for every value (TL_VALUES, if set).
 set -uo pipefail
 . tools/device/common.sh
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
@@ -49,14 +50,15 @@ if has smoke; then
   done
 fi
 if has digest; then  # cuda-check tiny and v0.1 per value: are the digests (tokens, logits) the same?
+  DIGEST_VALUES=${DIGEST_VALUES:-$AB_VALUES}
   for preset in tiny v0.1; do
-    for v in $AB_VALUES; do
+    for v in $DIGEST_VALUES; do
       t=$(tag "$v")
       with "$v" run digest_${preset}_$t 240 @BIN cuda-check --synthetic $preset
       grep "^digest:" "$RUN_LOG_DIR/digest_${preset}_$t.log" > "$RUN_LOG_DIR/digest_${preset}_$t.txt"
       echo "--- digest $preset ($t): $(grep -c . "$RUN_LOG_DIR/digest_${preset}_$t.txt") lines"; summ digest_${preset}_$t 12
     done
-    n=$(cat "$RUN_LOG_DIR"/digest_${preset}_*.txt | sort | uniq -c | awk -v k="$(echo $AB_VALUES | wc -w)" '$1 != k' | wc -l)
+    n=$(cat "$RUN_LOG_DIR"/digest_${preset}_*.txt | sort | uniq -c | awk -v k="$(echo $DIGEST_VALUES | wc -w)" '$1 != k' | wc -l)
     if [ "$n" -eq 0 ]; then echo "DIGESTS $preset: identical across all values"; else echo "DIGESTS $preset: DIFFER"; cat "$RUN_LOG_DIR"/digest_${preset}_*.txt; fi
   done
 fi
@@ -69,7 +71,7 @@ if has ab; then  # alternating, v0.1, quick
   done
 fi
 if has tl; then  # per-kernel timeline of one step (variant bit 21, timing diagnostics)
-  for v in $AB_VALUES; do
+  for v in ${TL_VALUES:-$AB_VALUES}; do
     t=$(tag "$v")
     with "$v" run tl_$t 90 @BIN bench --synthetic v0.1 --quick --batches 1 --reps 1 --variant 2097152; echo "--- tl ($t)"; grep -E "timeline|TPOT mean" "$RUN_LOG_DIR/tl_$t.log" | head -11
   done
