@@ -91,9 +91,7 @@ struct Gemv : GemvInput<K, LN> {
 // requested before griddepcontrol.wait. run() returns false (caller falls back to the persistent kernel) when the
 // launch does not fit: more rows, fewer resident blocks than total / MAXT, or a grid that is not a multiple of KSPLIT.
 // NSM (session 8): the last NSM items of a block are held in shared memory (bulk copies) instead of registers.
-// MINB: blocks per SM the kernel's registers are capped for; RMAX: the most rows it serves (run() refuses more).
-template <int K, int NTILE, int NW, int KSPLIT, int EPI, int MAXT, int NSM = 0, int MINB = 2, int RMAX = 8,
-          bool SMF = false>
+template <int K, int NTILE, int NW, int KSPLIT, int EPI, int MAXT, int NSM = 0>
 struct Gemv1 : GemvInput<K, EPI != EPI_RESID> {
   static constexpr int NT = 8 * NTILE;
   static constexpr bool LN = EPI != EPI_RESID;
@@ -102,34 +100,32 @@ struct Gemv1 : GemvInput<K, EPI != EPI_RESID> {
   static size_t smem(int R, bool act) {
     size_t s = LN ? act_bytes(R) + 16 * sizeof(float2) : (act ? act_bytes(R) : 0);
     const size_t ws = (NSM > 0 ? 16 : 0) + (size_t)NSM * (K / KSPLIT / (32 * NW)) * NTILE * NW * 32 * 16;  // mbarrier + weight items
-    // flags: [MAXT] split-K + the epilogue's 32 (the lm_head tail's running argmax)
-    return ws + s + (SMF ? 0 : (size_t)NW * NTILE * 128 * 4) + (size_t)MAXT * 16 * NT * 4 +
-           (EPI == EPI_LMHEAD ? 32 + MAXT : 32) * 4;
+    return ws + s + (size_t)NW * NTILE * 128 * 4 + (size_t)MAXT * 16 * NT * 4 + 32 * 4;
   }
-  static inline int occ = 0;  // resident blocks per SM at the largest launch (R = RMAX)
+  static inline int occ = 0;  // resident blocks per SM at the largest launch (R = 8)
   static void prepare() {
     size_t m = 0;
-    for (int r = 1; r <= RMAX; ++r) m = std::max(m, smem(r, act_smem(r)));
-    CF_CUDA(cudaFuncSetAttribute(gemv1_kernel<K, NTILE, NW, KSPLIT, EPI, MAXT, NSM, MINB, SMF>,
+    for (int r = 1; r <= 8; ++r) m = std::max(m, smem(r, act_smem(r)));
+    CF_CUDA(cudaFuncSetAttribute(gemv1_kernel<K, NTILE, NW, KSPLIT, EPI, MAXT, NSM>,
                                  cudaFuncAttributeMaxDynamicSharedMemorySize, (int)m));
     occ = 0;
-    for (int r = 1; r <= RMAX; ++r) {  // the smallest occupancy over the row counts it may serve
+    for (int r = 1; r <= 8; ++r) {  // the smallest occupancy over the row counts it may serve
       int o = 0;
-      CF_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&o, gemv1_kernel<K, NTILE, NW, KSPLIT, EPI, MAXT, NSM, MINB, SMF>,
+      CF_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&o, gemv1_kernel<K, NTILE, NW, KSPLIT, EPI, MAXT, NSM>,
                                                             NW * 32, smem(r, act_smem(r))));
       occ = r == 1 ? o : std::min(occ, o);
     }
   }
   static bool run(const GemvParams& p0, cudaStream_t s, bool pdl, int nsm) {
     // shared-memory items are bulk copies of whole 8-row groups of the blocked layout
-    if (p0.R > RMAX || occ < 1 || (NSM > 0 && (p0.N % NT || !p0.blocked))) return false;
+    if (p0.R > 8 || occ < 1 || (NSM > 0 && (p0.N % NT || !p0.blocked))) return false;
     const int total = (p0.N + NT - 1) / NT * KSPLIT;
     int grid = std::min(total, nsm * occ);
     grid -= grid % KSPLIT;
     if (grid < 1 || (long)grid * MAXT < total) return false;
     GemvParams p = p0;
     p.act_smem = act_smem(p.R) ? 1 : 0;
-    launch(gemv1_kernel<K, NTILE, NW, KSPLIT, EPI, MAXT, NSM, MINB, SMF>, dim3(grid), dim3(NW * 32), smem(p.R, p.act_smem != 0), s,
+    launch(gemv1_kernel<K, NTILE, NW, KSPLIT, EPI, MAXT, NSM>, dim3(grid), dim3(NW * 32), smem(p.R, p.act_smem != 0), s,
            pdl, p);
     return true;
   }
@@ -148,16 +144,6 @@ using Gemv1Down = Gemv1<F, 1, 8, 4, EPI_RESID, 3>;  // 768 items (192 tiles x 4-
 // Session 8: gate/up as one round, 768 items of 16 outputs on 264 blocks: two in registers, the third (48 KB) in
 // shared memory (at R = 8: 110 KB per block, still two blocks per SM).
 using Gemv1GateUp = Gemv1<D, 2, 8, 1, EPI_SWIGLU, 3, 1>;
-// Session 12 experiments (CUBEFORGE_GPT_EXP bits; measured, not faster; see docs/cuda-gpt.md, session 12), all at
-// <= 2 rows: bit 1 gate/up on three blocks per SM (<= 80 registers) with one register and one shared-memory item;
-// bit 2 gate/up with one register and two shared-memory items (the shared-memory items first, the reduction buffer
-// in the first one's space, 112 KB per block); bit 4 the lm_head as one round (8 items: 4 in registers, 4 in shared
-// memory); bits 8 / 16 qkv / the down-proj on three blocks per SM with two items each.
-using Gemv1GateUp3 = Gemv1<D, 2, 8, 1, EPI_SWIGLU, 2, 1, 3, 2>;
-using Gemv1GateUpS2 = Gemv1<D, 2, 8, 1, EPI_SWIGLU, 3, 2, 2, 2, true>;
-using Gemv1Lm = Gemv1<D, 1, 8, 1, EPI_LMHEAD, 8, 4, 2, 2, true>;
-using Gemv1Qkv3 = Gemv1<D, 1, 8, 1, EPI_QKV, 2, 1, 3, 2>;
-using Gemv1Down3 = Gemv1<F, 1, 8, 4, EPI_RESID, 2, 0, 3, 2>;
 // Persistent kernels. PIPE 1 (session 7; both register sets requested before griddepcontrol.wait, a set refilled
 // right after its MMAs) for the 8-output tiles; gate/up's 16-output tiles keep PIPE 0: with PIPE 1 they spill at 128
 // registers and measured slower (session 7). Tiles of 8 outputs for qkv / o-proj / down-proj / lm_head (the lm_head
@@ -218,7 +204,6 @@ struct CudaGptEngine::Impl {
   int nsm = 132, blocked = 1, smem_optin = 0;
   int split_dec = 1, split_pre = 1;  // activation operands as bf16 hi + lo (decode GEMVs / prefill GEMMs)
   bool diag_no_attn = false, diag_l2w = false;  // timing-only diagnostics (bits 18, 19): wrong outputs
-  bool exp_gu3 = false, exp_gus2 = false, exp_lm1 = false, exp_qkv3 = false, exp_dn3 = false;  // CUBEFORGE_GPT_EXP
   // Timeline diagnostics (bit 21): stamps of every decode kernel of one step (TlStamp), printed by generate().
   bool diag_tl = false;
   unsigned long long* tl = nullptr;
@@ -513,11 +498,6 @@ struct CudaGptEngine::Impl {
     Gemv1QkvSm::prepare();
     Gemv1Down::prepare();
     Gemv1GateUp::prepare();
-    Gemv1GateUp3::prepare();
-    Gemv1GateUpS2::prepare();
-    Gemv1Lm::prepare();
-    Gemv1Qkv3::prepare();
-    Gemv1Down3::prepare();
   }
 
   // ---------------------------------------------------------------------------------------------------------------
@@ -596,8 +576,7 @@ struct CudaGptEngine::Impl {
       q.out_f = qkv;
       q.ld_out = QKV_LD;
       q.tl = tl_slot(single_now ? "s.qkv" : "qkv");
-      if (!((exp_qkv3 && R <= 2 && Gemv1Qkv3::run(q, stream, pdl, nsm)) ||
-            (R <= 2 ? Gemv1QkvSm::run(q, stream, pdl, nsm) : Gemv1Qkv::run(q, stream, pdl, nsm))))
+      if (!(R <= 2 ? Gemv1QkvSm::run(q, stream, pdl, nsm) : Gemv1Qkv::run(q, stream, pdl, nsm)))
         GemvQkv::run(q, stream, pdl, nsm);
       AttnParams a = {};
       a.qkv = qkv;
@@ -635,9 +614,7 @@ struct CudaGptEngine::Impl {
     g.out_lo = hbuf_lo;
     g.ld_out = F;
     g.tl = tl_slot(single_now ? "s.gateup" : "gateup");
-    if (!((exp_gu3 && R <= 2 && Gemv1GateUp3::run(g, stream, pdl, nsm)) ||
-          (exp_gus2 && R <= 2 && Gemv1GateUpS2::run(g, stream, pdl, nsm)) || Gemv1GateUp::run(g, stream, pdl, nsm)))
-      GemvGateUp::run(g, stream, pdl, nsm);
+    if (!Gemv1GateUp::run(g, stream, pdl, nsm)) GemvGateUp::run(g, stream, pdl, nsm);
     GemvParams d = base_params();
     d.W = w.x_dn;
     d.N = D;
@@ -646,8 +623,7 @@ struct CudaGptEngine::Impl {
     d.bias = w.x_dnb;
     d.add2 = add2;
     d.tl = tl_slot(single_now ? "s.down" : "down");
-    if (!((exp_dn3 && R <= 2 && Gemv1Down3::run(d, stream, pdl, nsm)) || Gemv1Down::run(d, stream, pdl, nsm)))
-      GemvDown::run(d, stream, pdl, nsm);
+    if (!Gemv1Down::run(d, stream, pdl, nsm)) GemvDown::run(d, stream, pdl, nsm);
   }
 
   // ---- fused decode step (gpt_step_kernel.cuh) --------------------------------------------------------------
@@ -845,7 +821,7 @@ struct CudaGptEngine::Impl {
     p.tokens = tokens;
     p.host_tokens = h_tokens_dev;
     p.tl = tl_slot("lm_head");
-    if (!(exp_lm1 && R <= 2 && Gemv1Lm::run(p, stream, pdl, nsm))) GemvLm::run(p, stream, pdl, nsm);
+    GemvLm::run(p, stream, pdl, nsm);
     if (!k.step0) kseq_graph = kseq;
     if (k.topp) {
       ToppParams t = {ctl, dyn, guided, wte, x, stats, tokens, h_tokens_dev};
@@ -1050,14 +1026,6 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
   m.split_dec = (opts.variant & kVarBf16Dec) ? 0 : 1;  // bit 4: decode GEMV activations bf16 only (no lo part)
   m.split_pre = (opts.variant & kVarBf16Pre) ? 0 : 1;  // bit 5: prefill GEMM activations bf16 only (no lo part)
   m.smem_optin = prop.sharedMemPerBlockOptin;
-  if (const char* e = std::getenv("CUBEFORGE_GPT_EXP")) {  // session 12 experiments (see Gemv1GateUp3)
-    const int b = std::atoi(e);
-    m.exp_gu3 = (b & 1) != 0;
-    m.exp_gus2 = (b & 2) != 0;
-    m.exp_lm1 = (b & 4) != 0;
-    m.exp_qkv3 = (b & 8) != 0;
-    m.exp_dn3 = (b & 16) != 0;
-  }
   m.diag_no_attn = (opts.variant & kVarNoAttn) != 0;  // diagnostics, timing only: no attention kernels
   m.diag_l2w = (opts.variant & kVarL2Weights) != 0;   // diagnostics, timing only: every GEMV reads the same 2 MB
   m.diag_tl = (opts.variant & kVarTimeline) != 0;

@@ -765,23 +765,18 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
 // register loads, completing on an mbarrier; session 8 had 16-byte cp.async per thread after them). The items then
 // run one after the other (MMAs of item j, its reduction, then item j + 1; the LN input sits in shared memory, so
 // re-reading its fragments per item is cheap) to keep one accumulator set live. Per item the same sums in the same order: bitwise equal.
-// MINB: resident blocks per SM the register count is capped for (2: <= 128 registers; 3: <= 80).
-// SMF (session 12, experiment): the shared-memory items are a block's first items instead of its last, and the
-// cross-warp reduction buffer reuses the first item's space once its MMAs are done (one barrier more).
-template <int K, int NTILE, int NW, int KSPLIT, int EPI, int MAXT, int NSM = 0, int MINB = 2, bool SMF = false>
-__global__ void __launch_bounds__(NW * 32, MINB) gemv1_kernel(const GemvParams p) {
+template <int K, int NTILE, int NW, int KSPLIT, int EPI, int MAXT, int NSM = 0>
+__global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
   constexpr int KS = K / KSPLIT;
   constexpr int CPW = KS / (32 * NW);
   static_assert(CPW * 32 * NW == KS, "K split");
-  static_assert(EPI == EPI_QKV || EPI == EPI_RESID || EPI == EPI_SWIGLU || EPI == EPI_LMHEAD,
-                "one-round GEMV: qkv, gate/up, lm_head (LN) or residual epilogues");
+  static_assert(EPI == EPI_QKV || EPI == EPI_RESID || EPI == EPI_SWIGLU,
+                "one-round GEMV: qkv, gate/up (LN) or residual epilogues");
   static_assert(EPI != EPI_SWIGLU || NTILE % 2 == 0, "gate/up tiles come in pairs");
   static_assert(NSM >= 0 && NSM < MAXT, "at least one register item");
-  static_assert(!SMF || NSM > 0, "SMF: shared-memory items first");
   constexpr bool LN = EPI != EPI_RESID;
   static_assert(!LN || (K == D && KSPLIT == 1), "LN input is the residual stream");
   constexpr int NT = 8 * NTILE, NR = MAXT - NSM, NTHR = NW * 32;
-  constexpr int J0R = SMF ? NSM : 0, J0S = SMF ? 0 : NR;  // first register / shared-memory item
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
   const int total = (p.N + NT - 1) / NT * KSPLIT;
   const int G = gridDim.x;
@@ -805,26 +800,25 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv1_kernel(const GemvParams p
       mbar_fence_init();
       unsigned bytes = 0;
 #pragma unroll
-      for (int j = J0S; j < J0S + NSM; ++j)
+      for (int j = NR; j < MAXT; ++j)
         if ((int)blockIdx.x + j * G < total) bytes += NTILE * KS * 16;
       mbar_expect_tx(wbar, bytes);
 #pragma unroll
-      for (int j = J0S; j < J0S + NSM; ++j) {
+      for (int j = NR; j < MAXT; ++j) {
         const int t = blockIdx.x + j * G;
         if (t >= total) break;
         const int n0 = (t / KSPLIT) * NT, kc0 = (t % KSPLIT) * (KS / 32);
 #pragma unroll
         for (int tt = 0; tt < NTILE; ++tt)
-          bulk_g2s_hint(ws + ((size_t)(j - J0S) * NTILE + tt) * (KS / 32) * 32,
+          bulk_g2s_hint(ws + ((size_t)(j - NR) * NTILE + tt) * (KS / 32) * 32,
                         p.W + gemv_w_off<K>(n0 + 8 * tt, kc0, 0, 0, true, p.wmask), KS * 16, wbar, pol);
       }
     }
   }
 #pragma unroll
   for (int j = 0; j < NR; ++j)
-    if ((int)blockIdx.x + (j + J0R) * G < total)
-      gemv_load_w<K, NTILE, NW, KSPLIT>(w[j], p.W, p.N, blockIdx.x + (j + J0R) * G, warp, g, t4, pol, p.blocked,
-                                        p.wmask);
+    if ((int)blockIdx.x + j * G < total)
+      gemv_load_w<K, NTILE, NW, KSPLIT>(w[j], p.W, p.N, blockIdx.x + j * G, warp, g, t4, pol, p.blocked, p.wmask);
   pdl_handoff(tls);
 
   const int R = p.R;
@@ -833,9 +827,8 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv1_kernel(const GemvParams p
   // NSM > 0: LN input items one at a time (fewer live registers next to the two weight sets)
   const size_t off = gemv_stage_input<K, NW, LN, (NSM > 0 ? 1 : 2)>(p, smem, R, kbase, kbase + KS);
   const bool act_s = LN || p.act_smem;
-  // SMF: red reuses the first shared-memory item's space (a barrier after that item's MMAs, see below)
-  float* red = SMF ? reinterpret_cast<float*>(ws) : reinterpret_cast<float*>(smem + off);
-  float* outs = reinterpret_cast<float*>(smem + off) + (SMF ? 0 : NW * NTILE * 128);  // [MAXT][16][NT]
+  float* red = reinterpret_cast<float*>(smem + off);
+  float* outs = red + NW * NTILE * 128;  // [MAXT][16][NT]
   int* flag = reinterpret_cast<int*>(outs + MAXT * 16 * NT);  // [0..MAXT): split-K last flags; [MAXT]: epilogue
 
   // EPI_RESID: this thread's residual element of each item, requested before the MMAs (R * NT <= threads).
@@ -861,9 +854,7 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv1_kernel(const GemvParams p
 #pragma unroll
     for (int j = 0; j < MAXT; ++j) {
       if ((int)blockIdx.x + j * G >= total) break;
-      const bool in_sm = j >= J0S && j < J0S + NSM;
-      const int jr = in_sm ? 0 : j - J0R;
-      if (j == J0S) mbar_wait(wbar, 0);
+      if (j == NR) mbar_wait(wbar, 0);
       float acc[NTILE][4] = {};
 #pragma unroll
       for (int c = 0; c < CPW; ++c) {
@@ -872,10 +863,9 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv1_kernel(const GemvParams p
 #pragma unroll
         for (int tt = 0; tt < NTILE; ++tt)
           mma_chunk(acc[tt], a0, a1,
-                    !in_sm ? w[jr][c][tt]
-                           : ws[(((size_t)(j - J0S) * NTILE + tt) * (KS / 32) + c * NW + warp) * 32 + lane]);
+                    j < NR ? w[j < NR ? j : 0][c][tt]
+                           : ws[(((size_t)(j - NR) * NTILE + tt) * (KS / 32) + c * NW + warp) * 32 + lane]);
       }
-      if (SMF && j == 0) __syncthreads();  // every warp is done with item 0's weights before red overwrites them
       nmine = j + 1;
       gemv_reduce<NTILE, NW, false>(acc, acc2, split, red, outs + j * 16 * NT);
     }
