@@ -10,8 +10,10 @@
 namespace cubeforge {
 
 // n points uniformly distributed over the surface (area-weighted face choice, uniform barycentrics), deterministic
-// for a given seed. An empty mesh gives no points.
-std::vector<Vec3> sample_surface(const Mesh& mesh, size_t n, uint64_t seed = 1);
+// for a given seed. An empty mesh gives no points. face_normals (optional): per point, the unit normal of the face it
+// lies on (right-handed corner order; zero for a zero-area face, which is never drawn unless all faces are).
+std::vector<Vec3> sample_surface(const Mesh& mesh, size_t n, uint64_t seed = 1,
+                                 std::vector<Vec3>* face_normals = nullptr);
 
 struct ChamferResult {
   double mean_a_to_b = 0.0;   // mean over points of A of the distance to the nearest point of B

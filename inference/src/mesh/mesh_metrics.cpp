@@ -1,5 +1,6 @@
 // Owns surface sampling and the symmetric Chamfer distance (a small implicit kd-tree for nearest neighbours).
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -82,20 +83,24 @@ void directed(const std::vector<Vec3>& from, const KdTree& to, double& mean, dou
 }
 
 inline double unit(std::mt19937_64& r) { return double(r() >> 11) * (1.0 / 9007199254740992.0); }
+// (b - a) x (c - a) of a face in double: twice its area, along its normal.
+inline std::array<double, 3> face_cross(const Mesh& m, const std::array<uint32_t, 3>& t) {
+  const Vec3 &a = m.positions[t[0]], &b = m.positions[t[1]], &c = m.positions[t[2]];
+  const double u[3] = {double(b[0]) - a[0], double(b[1]) - a[1], double(b[2]) - a[2]};
+  const double v[3] = {double(c[0]) - a[0], double(c[1]) - a[1], double(c[2]) - a[2]};
+  return {u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2], u[0] * v[1] - u[1] * v[0]};
+}
 
 }  // namespace
 
-std::vector<Vec3> sample_surface(const Mesh& m, size_t n, uint64_t seed) {
+std::vector<Vec3> sample_surface(const Mesh& m, size_t n, uint64_t seed, std::vector<Vec3>* face_normals) {
   std::vector<Vec3> out;
+  if (face_normals) face_normals->clear();
   if (m.triangles.empty() || n == 0) return out;
   std::vector<double> cdf(m.triangles.size());
   double total = 0.0;
   for (size_t f = 0; f < m.triangles.size(); ++f) {
-    const auto& t = m.triangles[f];
-    const Vec3 &a = m.positions[t[0]], &b = m.positions[t[1]], &c = m.positions[t[2]];
-    const double u[3] = {double(b[0]) - a[0], double(b[1]) - a[1], double(b[2]) - a[2]};
-    const double v[3] = {double(c[0]) - a[0], double(c[1]) - a[1], double(c[2]) - a[2]};
-    const double x = u[1] * v[2] - u[2] * v[1], y = u[2] * v[0] - u[0] * v[2], z = u[0] * v[1] - u[1] * v[0];
+    const auto [x, y, z] = face_cross(m, m.triangles[f]);
     total += 0.5 * std::sqrt(x * x + y * y + z * z);
     cdf[f] = total;
   }
@@ -114,6 +119,11 @@ std::vector<Vec3> sample_surface(const Mesh& m, size_t n, uint64_t seed) {
     Vec3 p;
     for (int q = 0; q < 3; ++q) p[q] = float(a[q] + r1 * (double(b[q]) - a[q]) + r2 * (double(c[q]) - a[q]));
     out.push_back(p);
+    if (face_normals) {
+      const auto [x, y, z] = face_cross(m, t);
+      const double len = std::sqrt(x * x + y * y + z * z);
+      face_normals->push_back(len > 0 ? Vec3{float(x / len), float(y / len), float(z / len)} : Vec3{0.f, 0.f, 0.f});
+    }
   }
   return out;
 }

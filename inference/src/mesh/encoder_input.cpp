@@ -1,0 +1,103 @@
+// Owns the mesh → shape-encoder input preparation (reference §9 steps 1-2): face filtering, the bounding-box
+// normalisation and the area-weighted surface sampling with face normals (through mesh_metrics' sampler).
+#include "cubeforge/encoder_input.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <string>
+#include <unordered_set>
+
+#include "cubeforge/error.h"
+#include "cubeforge/mesh_metrics.h"
+
+namespace cubeforge {
+namespace {
+
+constexpr float kHalfExtent = 0.96f;      // the longest side becomes 2 x 0.96
+constexpr double kMinHeight = 1e-8;       // trimesh's merge tolerance: faces lower than this are degenerate
+
+struct TripleHash {
+  size_t operator()(const std::array<uint32_t, 3>& t) const {
+    uint64_t h = 1469598103934665603ull;
+    for (uint32_t v : t) h = (h ^ v) * 1099511628211ull;
+    return size_t(h);
+  }
+};
+
+// The face's smallest height (twice its area over its longest edge); 0 for a repeated corner.
+double face_height(const Mesh& m, const std::array<uint32_t, 3>& t) {
+  if (t[0] == t[1] || t[1] == t[2] || t[0] == t[2]) return 0.0;
+  const Vec3 &a = m.positions[t[0]], &b = m.positions[t[1]], &c = m.positions[t[2]];
+  double e[3][3], longest = 0.0;
+  for (int q = 0; q < 3; ++q) {
+    e[0][q] = double(b[q]) - a[q];
+    e[1][q] = double(c[q]) - a[q];
+    e[2][q] = double(c[q]) - b[q];
+  }
+  for (const auto& v : e) longest = std::max(longest, std::sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]));
+  const double x = e[0][1] * e[1][2] - e[0][2] * e[1][1], y = e[0][2] * e[1][0] - e[0][0] * e[1][2],
+               z = e[0][0] * e[1][1] - e[0][1] * e[1][0];
+  return longest > 0.0 ? std::sqrt(x * x + y * y + z * z) / longest : 0.0;
+}
+
+}  // namespace
+
+EncoderInput make_encoder_input(const Mesh& mesh, const EncoderInputOptions& options) {
+  if (options.points == 0) throw Error("encoder input: the number of surface points must be positive");
+  if (mesh.triangles.empty()) throw Error("encoder input: the mesh has no faces");
+  for (size_t i = 0; i < mesh.positions.size(); ++i)
+    for (float v : mesh.positions[i])
+      if (!std::isfinite(v)) throw Error("encoder input: vertex " + std::to_string(i) + " is not a finite position");
+  EncoderInput in;
+  Mesh kept;
+  kept.positions = mesh.positions;
+  std::unordered_set<std::array<uint32_t, 3>, TripleHash> seen;
+  for (size_t f = 0; f < mesh.triangles.size(); ++f) {
+    const auto& t = mesh.triangles[f];
+    for (uint32_t v : t)
+      if (v >= mesh.positions.size())
+        throw Error("encoder input: face " + std::to_string(f) + " names vertex " + std::to_string(v) + " of " +
+                    std::to_string(mesh.positions.size()));
+    if (face_height(mesh, t) <= kMinHeight) {
+      ++in.faces_degenerate;
+      continue;
+    }
+    std::array<uint32_t, 3> key = t;
+    std::sort(key.begin(), key.end());
+    if (!seen.insert(key).second) {
+      ++in.faces_duplicate;
+      continue;
+    }
+    kept.triangles.push_back(t);
+  }
+  if (kept.triangles.empty())
+    throw Error("encoder input: all " + std::to_string(mesh.triangles.size()) + " faces are degenerate (no area)");
+  in.faces_used = kept.triangles.size();
+
+  // bounding box of the corners the kept faces use
+  Vec3 lo{INFINITY, INFINITY, INFINITY}, hi{-INFINITY, -INFINITY, -INFINITY};
+  for (const auto& t : kept.triangles)
+    for (uint32_t v : t)
+      for (int q = 0; q < 3; ++q) {
+        lo[q] = std::min(lo[q], kept.positions[v][q]);
+        hi[q] = std::max(hi[q], kept.positions[v][q]);
+      }
+  float extent = 0.f;
+  for (int q = 0; q < 3; ++q) {
+    in.center[q] = 0.5f * (lo[q] + hi[q]);
+    extent = std::max(extent, hi[q] - lo[q]);
+  }
+  in.scale = 2.f * kHalfExtent / extent;  // extent > 0: a kept face has a positive height
+  for (auto& p : kept.positions)
+    for (int q = 0; q < 3; ++q) p[q] = (p[q] - in.center[q]) * in.scale;
+  in.points = sample_surface(kept, options.points, options.seed, &in.normals);
+  return in;
+}
+
+void to_input_frame(Mesh& mesh, const EncoderInput& input) {
+  for (auto& p : mesh.positions)
+    for (int q = 0; q < 3; ++q) p[q] = p[q] / input.scale + input.center[q];
+}
+
+}  // namespace cubeforge
