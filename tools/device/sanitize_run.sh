@@ -7,16 +7,23 @@
 # Session 12 (2026-11-30, sanitizer 2025.3.1): racecheck cannot reach our kernels in this binary: instrumenting
 # everything, it reports 20299 hazards inside cuBLAS's nvjet_sm90_* kernels (the prefill GEMMs' warp-specialised TMA
 # pipelines) and the process dies at the first GEMM; excluding them (EXCLUDE=kns=nvjet) ends in "Internal
-# Sanitizer Error: failed to handle a hardware exception" at the same GEMM. synccheck: the GPT bench (tiny) ran
+# Sanitizer Error: failed to handle a hardware exception" at the same GEMM; with the prefill's GEMMs done by a plain
+# kernel instead of cuBLAS (an uncommitted diagnostics build) the process still dies without a report once the
+# engine has loaded (0 hazards). Both cuBLAS's kernels and our one-round GEMVs use TMA bulk copies + mbarriers, which
+# this racecheck apparently cannot follow. synccheck: the GPT bench (tiny) ran
 # prefill, graph capture and the full decode at batches 1 and 4 with 0 errors before an 85 s limit.
-# Usage (device tool, repo root; carry the xz-compressed binary of tools/device/build_cuda_shape.sh):
+# Usage (device tool, repo root; carry the xz-compressed binary of tools/device/build_cuda_shape.sh, or the binary of
+# tools/device/build_cuda_gpt.sh as BIN_PATH):
 #   BIN_XZ=.devcarry/s12shape/cubeforge-gen.xz TOOLS="racecheck synccheck" bash tools/device/sanitize_run.sh
+#   BIN_PATH=.devcarry/s12pg/cubeforge-gen TOOLS=synccheck TARGETS=gpt_bench GPT_BATCHES=8 bash tools/device/sanitize_run.sh
 set -uo pipefail
 . tools/device/common.sh
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-BIN=/tmp/san/cubeforge-gen
-mkdir -p /tmp/san
-unpack_xz "${BIN_XZ:?carry the xz-compressed binary}" "$BIN" || exit 1
+if [ -n "${BIN_PATH:-}" ]; then BIN=$BIN_PATH; else  # a carried binary as is (build_cuda_gpt.sh), or xz-compressed
+  BIN=/tmp/san/cubeforge-gen
+  mkdir -p /tmp/san
+  unpack_xz "${BIN_XZ:?carry BIN_XZ (xz-compressed) or BIN_PATH}" "$BIN" || exit 1
+fi
 TOOLS=${TOOLS:-racecheck synccheck memcheck initcheck}
 TARGETS=${TARGETS:-gpt_bench gpt_check shape}
 LIMIT=${LIMIT:-150}
