@@ -204,7 +204,6 @@ struct CudaGptEngine::Impl {
   int nsm = 132, blocked = 1, smem_optin = 0;
   int split_dec = 1, split_pre = 1;  // activation operands as bf16 hi + lo (decode GEMVs / prefill GEMMs)
   bool diag_no_attn = false, diag_l2w = false;  // timing-only diagnostics (bits 18, 19): wrong outputs
-  bool plain_gemm = false;  // CUBEFORGE_GPT_PLAIN_GEMM=1: prefill GEMMs without cuBLAS (sanitizer runs)
   // Timeline diagnostics (bit 21): stamps of every decode kernel of one step (TlStamp), printed by generate().
   bool diag_tl = false;
   unsigned long long* tl = nullptr;
@@ -503,12 +502,6 @@ struct CudaGptEngine::Impl {
 
   // ---------------------------------------------------------------------------------------------------------------
   void gemm(const bf16* A, int M, int K, const bf16* W, int Nn, float* C) {
-    if (plain_gemm) {  // diagnostics (sanitizer runs): no cuBLAS
-      const long n = (long)M * Nn;
-      plain_gemm_kernel<<<unsigned((n + 255) / 256), 256, 0, stream>>>(A, M, K, W, Nn, C);
-      CF_CUDA(cudaGetLastError());
-      return;
-    }
     const float one = 1.f, zero = 0.f;
     CF_CUBLAS(cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, Nn, M, K, &one, W, CUDA_R_16BF, K, A, CUDA_R_16BF, K, &zero,
                          C, CUDA_R_32F, Nn, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
@@ -1033,7 +1026,6 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
   m.split_dec = (opts.variant & kVarBf16Dec) ? 0 : 1;  // bit 4: decode GEMV activations bf16 only (no lo part)
   m.split_pre = (opts.variant & kVarBf16Pre) ? 0 : 1;  // bit 5: prefill GEMM activations bf16 only (no lo part)
   m.smem_optin = prop.sharedMemPerBlockOptin;
-  if (const char* e = std::getenv("CUBEFORGE_GPT_PLAIN_GEMM")) m.plain_gemm = std::atoi(e) != 0;
   m.diag_no_attn = (opts.variant & kVarNoAttn) != 0;  // diagnostics, timing only: no attention kernels
   m.diag_l2w = (opts.variant & kVarL2Weights) != 0;   // diagnostics, timing only: every GEMV reads the same 2 MB
   m.diag_tl = (opts.variant & kVarTimeline) != 0;

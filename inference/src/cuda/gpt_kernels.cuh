@@ -1331,19 +1331,6 @@ __global__ void convert_kernel(const float* src, bf16* dst, long rows, long cols
   }
 }
 
-// Plain GEMM for the prefill, C[m][n] = sum_k A[m][k] W[n][k] (bf16 operands, fp32 sums): a diagnostics stand-in for
-// cuBLAS (CUBEFORGE_GPT_PLAIN_GEMM=1), so compute-sanitizer's racecheck can run the decode kernels (it cannot get past
-// cuBLAS's TMA GEMM kernels). No shared memory; one thread per output; slow and not bitwise cuBLAS's sums.
-__global__ void plain_gemm_kernel(const bf16* A, int M, int K, const bf16* W, int N, float* C) {
-  const long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
-  if (i >= (long)M * N) return;
-  const int m = int(i / N), n = int(i % N);
-  const bf16 *a = A + (size_t)m * K, *w = W + (size_t)n * K;
-  float acc = 0.f;
-  for (int k = 0; k < K; ++k) acc = fmaf(__bfloat162float(a[k]), __bfloat162float(w[k]), acc);
-  C[i] = acc;
-}
-
 // ---- cond-stream prefill kernels (rows m = r * s + j) ------------------------------------------------------------
 // The bf16 GEMM operands are split like the decode GEMV's (split_store): the hi parts are rows 0..M-1 and the lo
 // parts rows M..2M-1 of one GEMM of 2M rows, so the fp32 output of row m is C[m] + C[M + m]. lo == 0: hi only.
