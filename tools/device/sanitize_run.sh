@@ -8,7 +8,7 @@
 # everything, it reports 20299 hazards inside cuBLAS's nvjet_sm90_* kernels (the prefill GEMMs' warp-specialised TMA
 # pipelines) and the process dies at the first GEMM; excluding them (EXCLUDE=kns=nvjet) ends in "Internal
 # Sanitizer Error: failed to handle a hardware exception" at the same GEMM; with the prefill's GEMMs done by a plain
-# kernel instead of cuBLAS (an uncommitted diagnostics build) the process still dies without a report once the
+# kernel instead of cuBLAS (commit c2a9be0, reverted) the process still dies without a report once the
 # engine has loaded (0 hazards). Both cuBLAS's kernels and our one-round GEMVs use TMA bulk copies + mbarriers, which
 # this racecheck apparently cannot follow. synccheck: the GPT bench (tiny) ran
 # prefill, graph capture and the full decode at batches 1 and 4 with 0 errors before an 85 s limit.
