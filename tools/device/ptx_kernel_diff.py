@@ -1,8 +1,9 @@
 # Compares kernels between two `nvcc -ptx` outputs of one .cu file (e.g. shape_engine.cu before and after a change):
 #   python3 tools/device/ptx_kernel_diff.py OLD.ptx NEW.ptx [OLD_NAME=NEW_NAME ...]
 # Prints `same` / `DIFF` per kernel present in both (and per mapped pair: a renamed or newly templated kernel, mangled
-# names as in the PTX). Normalized: the kernel's own name, branch labels, .loc line info, comments, shared-array names
-# of attention_kernel and the .param declarations (an added unused parameter). Same PTX => ptxas emits the same code.
+# names as in the PTX). Normalized: the kernel's own name, branch labels, local-stack names, .loc line info, comments,
+# shared-array names of attention_kernel and the .param declarations (an added unused parameter). Same PTX => ptxas
+# emits the same code.
 import re, sys, difflib
 def funcs(path):
     s = open(path).read(); out = {}
@@ -12,6 +13,7 @@ def funcs(path):
 def norm(name, body):
     body = body.replace(name, 'FN')
     body = re.sub(r'\$L__BB\d+_', '$L__BB_', body)
+    body = re.sub(r'__local_depot\d+', '__local_depot', body)  # numbered by the kernel's place in the file
     body = re.sub(r'_ZZN9cubeforge4cuda12shape_detail16attention_kernel\S*?E2(Ks|Vs)', r'SH_\1', body)
     body = re.sub(r'\.loc\s+\d+ \d+ \d+.*', '', body); body = re.sub(r'//.*', '', body)
     L = [l.strip() for l in body.split('\n') if l.strip()]

@@ -1,0 +1,223 @@
+// Decode attention (flash-decoding over the valid prefix): q/k RMSNorm + RoPE, the KV write of the current position,
+// split softmax per 32-key block and the last block's combine into the hi/lo output rows.
+#pragma once
+#include "gpt_device.cuh"
+
+namespace cubeforge::cuda::detail {
+
+// ---- decode attention (flash-decoding): q/k RMSNorm + RoPE + KV write + split softmax + last-block combine -------
+struct AttnParams {
+  const float* qkv;    // [R][QKV_LD]: raw q | raw k | v (+bias), fp32
+  const float* qnorm;
+  const float* knorm;
+  bf16* kc;            // this layer's caches [R][H][T][HD] (rotated keys)
+  bf16* vc;
+  int T;               // slots per (row, head)
+  int coff;            // slot of shape position j is coff + j (s for dual blocks, 0 for the single block)
+  int slot0_only;      // reference single-block decode: the query sees slot 0 only
+  const float2* rope;  // [positions][64] (cos, sin)
+  const Dyn* dyn;
+  float* part;         // [R][H][maxs][HD + 2]
+  unsigned* cnt;       // [R][H], left at 0
+  bf16* out;           // [R][D] hi part
+  bf16* out_lo;        // [R][D] lo part
+  int maxs;
+  unsigned long long* tl;  // diagnostics only: timeline stamps (TlStamp) or null
+};
+constexpr int ATT_MAXSPLIT = 128;  // splits per (row, head) the combine's shared arrays hold (host-checked)
+
+__device__ inline float block128_sum(float v, float* red4) {
+  v = warp_sum(v);
+  __syncthreads();
+  if ((threadIdx.x & 31) == 0) red4[threadIdx.x >> 5] = v;
+  __syncthreads();
+  return red4[0] + red4[1] + red4[2] + red4[3];
+}
+
+// RMSNorm (eps 1e-5) then interleaved RoPE, all fp32 (keys are rounded to bf16 only when cached). Thread = dim.
+// ss: the block's sum of raw^2 (block128_sum order).
+__device__ inline float rms_rope(float raw, float ss, float wnorm, float2 cs) {
+  const float y = raw * rsqrtf(ss * (1.f / HD) + 1e-5f) * wnorm;
+  const float other = __shfl_xor_sync(0xffffffffu, y, 1);
+  float o;
+  if ((threadIdx.x & 1) == 0) o = __fsub_rn(__fmul_rn(y, cs.x), __fmul_rn(other, cs.y));
+  else o = __fadd_rn(__fmul_rn(other, cs.y), __fmul_rn(y, cs.x));
+  return o;
+}
+__device__ inline float norm_rope(float raw, float wnorm, float2 cs, float* red4) {
+  return rms_rope(raw, block128_sum(raw * raw, red4), wnorm, cs);
+}
+// q and k of the current position in one block reduction (red8: 8 floats): the same sums in the same order as two
+// block128_sum calls, one barrier pair instead of two.
+__device__ inline void norm_rope_qk(float qraw, float kraw, float wq, float wk, float2 cs, float* red8, float& qo,
+                                    float& ko) {
+  const float sq = warp_sum(qraw * qraw), sk = warp_sum(kraw * kraw);
+  __syncthreads();
+  if ((threadIdx.x & 31) == 0) {
+    red8[threadIdx.x >> 5] = sq;
+    red8[4 + (threadIdx.x >> 5)] = sk;
+  }
+  __syncthreads();
+  qo = rms_rope(qraw, red8[0] + red8[1] + red8[2] + red8[3], wq, cs);
+  ko = rms_rope(kraw, red8[4] + red8[5] + red8[6] + red8[7], wk, cs);
+}
+
+__global__ void __launch_bounds__(128) attn_decode_kernel(const AttnParams p) {
+  const int split = blockIdx.x, h = blockIdx.y, r = blockIdx.z;
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const TlStamp tls(p.tl);
+  // Everything read before pdl_wait() was written at least two kernels back (position, earlier KV slots).
+  const int pos = __ldcg(&p.dyn->pos);
+  const int cur = p.coff + pos;
+  const int L = p.slot0_only ? 1 : cur + 1;
+  const int nsplit = (L + ACH - 1) / ACH;
+  if (split >= nsplit) return;
+  const int j0 = split * ACH;
+  const size_t base = (size_t)(r * H + h) * p.T * HD;
+  uint2 kreg[AKPW], vreg[AKPW];
+#pragma unroll
+  for (int kk = 0; kk < AKPW; ++kk) {
+    const int j = j0 + warp * AKPW + kk;
+    if (j < L && j != cur) {
+      kreg[kk] = __ldcg(reinterpret_cast<const uint2*>(p.kc + base + (size_t)j * HD + lane * 4));
+      vreg[kk] = __ldcg(reinterpret_cast<const uint2*>(p.vc + base + (size_t)j * HD + lane * 4));
+    } else {
+      kreg[kk] = make_uint2(0, 0);
+      vreg[kk] = make_uint2(0, 0);
+    }
+  }
+  // constants of this step (RoPE row of pos, norm weights), also before the wait (session 8)
+  const float2 cs = p.rope[pos * (HD / 2) + tid / 2];
+  const float wqn = p.qnorm[tid], wkn = p.knorm[tid];
+  pdl_handoff(tls);
+
+  __shared__ __align__(16) float qs[HD], kn[HD], vn[HD], red4[8], wm[4], wl[4], ow[4][HD];
+  __shared__ int last;
+  const float* qrow = p.qkv + (size_t)r * QKV_LD + h * HD;
+  const bool has_cur = cur < L && cur >= j0 && cur < j0 + ACH;
+  const float qraw = __ldcg(qrow + tid);
+  // session 8: the block holding the current slot requests q, k and v together and normalises q and k in one
+  // reduction (block-uniform branch)
+  if (has_cur) {
+    const float kraw = __ldcg(qrow + D + tid);
+    const float vraw = __ldcg(qrow + 2 * D + tid);
+    float qo, kq;
+    norm_rope_qk(qraw, kraw, wqn, wkn, cs, red4, qo, kq);
+    qs[tid] = qo;
+    // the current key/value as cached (bf16), so every step sees the same values for this slot
+    const bf16 kb = __float2bfloat16_rn(kq);
+    const bf16 vv = __float2bfloat16_rn(vraw);
+    kn[tid] = bf(kb);
+    vn[tid] = bf(vv);
+    p.kc[base + (size_t)cur * HD + tid] = kb;
+    p.vc[base + (size_t)cur * HD + tid] = vv;
+  } else {
+    qs[tid] = norm_rope(qraw, wqn, cs, red4);
+  }
+  __syncthreads();
+  const float4 q4 = *reinterpret_cast<const float4*>(qs + lane * 4);
+  constexpr float scale = 0.08838834764831845f;  // 1/sqrt(128)
+  float sc[AKPW];
+  float mloc = -INFINITY;
+#pragma unroll
+  for (int kk = 0; kk < AKPW; ++kk) {
+    const int j = j0 + warp * AKPW + kk;
+    float k0, k1, k2, k3;
+    if (j == cur && has_cur) {
+      k0 = kn[lane * 4];
+      k1 = kn[lane * 4 + 1];
+      k2 = kn[lane * 4 + 2];
+      k3 = kn[lane * 4 + 3];
+    } else {
+      k0 = bf_lo(kreg[kk].x);
+      k1 = bf_hi(kreg[kk].x);
+      k2 = bf_lo(kreg[kk].y);
+      k3 = bf_hi(kreg[kk].y);
+    }
+    float d = q4.x * k0 + q4.y * k1 + q4.z * k2 + q4.w * k3;
+    d = warp_sum(d);
+    sc[kk] = (j < L) ? d * scale : -INFINITY;
+    mloc = fmaxf(mloc, sc[kk]);
+  }
+  if (lane == 0) wm[warp] = mloc;
+  __syncthreads();
+  const float m = fmaxf(fmaxf(wm[0], wm[1]), fmaxf(wm[2], wm[3]));
+  float l = 0.f, o0 = 0.f, o1 = 0.f, o2 = 0.f, o3 = 0.f;
+#pragma unroll
+  for (int kk = 0; kk < AKPW; ++kk) {
+    const int j = j0 + warp * AKPW + kk;
+    const float pj = (j < L) ? __expf(sc[kk] - m) : 0.f;
+    float v0, v1, v2, v3;
+    if (j == cur && has_cur) {
+      v0 = vn[lane * 4];
+      v1 = vn[lane * 4 + 1];
+      v2 = vn[lane * 4 + 2];
+      v3 = vn[lane * 4 + 3];
+    } else {
+      v0 = bf_lo(vreg[kk].x);
+      v1 = bf_hi(vreg[kk].x);
+      v2 = bf_lo(vreg[kk].y);
+      v3 = bf_hi(vreg[kk].y);
+    }
+    l += pj;
+    o0 += pj * v0;
+    o1 += pj * v1;
+    o2 += pj * v2;
+    o3 += pj * v3;
+  }
+  *reinterpret_cast<float4*>(&ow[warp][lane * 4]) = make_float4(o0, o1, o2, o3);
+  if (lane == 0) wl[warp] = l;
+  __syncthreads();
+  const float od = ow[0][tid] + ow[1][tid] + ow[2][tid] + ow[3][tid];
+  const float lsum = wl[0] + wl[1] + wl[2] + wl[3];
+  if (nsplit == 1) {
+    split_store(p.out, p.out_lo, (size_t)r * D + h * HD + tid, od / lsum);
+    return;
+  }
+  float* mypart = p.part + ((size_t)(r * H + h) * p.maxs + split) * (HD + 2);
+  mypart[tid] = od;
+  if (tid == 0) {
+    mypart[HD] = m;
+    mypart[HD + 1] = lsum;
+  }
+  __syncthreads();
+  if (tid == 0) {  // one fence by one thread after the barrier (see the lm_head tail)
+    const bool l = arrive(&p.cnt[r * H + h]) == (unsigned)nsplit - 1;
+    if (l) arrival_acquire();
+    last = l;
+  }
+  __syncthreads();
+  if (!last) return;
+  const float* parts = p.part + (size_t)(r * H + h) * p.maxs * (HD + 2);
+  // Session 7: the splits' (m, l) go to shared memory in one parallel load, each thread's o values are loaded
+  // 16 at a time (all in flight together), then combined in split order (max, then the rescaled sums).
+  __shared__ float cm[ATT_MAXSPLIT], cl[ATT_MAXSPLIT];
+  for (int s = tid; s < nsplit; s += 128) {
+    cm[s] = __ldcg(parts + s * (HD + 2) + HD);
+    cl[s] = __ldcg(parts + s * (HD + 2) + HD + 1);
+  }
+  float ov[16];
+#pragma unroll
+  for (int i = 0; i < 16; ++i) ov[i] = i < nsplit ? __ldcg(parts + i * (HD + 2) + tid) : 0.f;
+  __syncthreads();
+  float M = -INFINITY;
+  for (int s = 0; s < nsplit; ++s) M = fmaxf(M, cm[s]);
+  float Ls = 0.f, O = 0.f;
+  for (int s0 = 0; s0 < nsplit; s0 += 16) {
+    if (s0 > 0) {
+#pragma unroll
+      for (int i = 0; i < 16; ++i) ov[i] = s0 + i < nsplit ? __ldcg(parts + (s0 + i) * (HD + 2) + tid) : 0.f;
+    }
+#pragma unroll
+    for (int i = 0; i < 16; ++i)
+      if (s0 + i < nsplit) {
+        const float f = __expf(cm[s0 + i] - M);
+        Ls += cl[s0 + i] * f;
+        O += ov[i] * f;
+      }
+  }
+  split_store(p.out, p.out_lo, (size_t)r * D + h * HD + tid, O / Ls);
+  if (tid == 0) p.cnt[r * H + h] = 0;
+}
+
+}  // namespace cubeforge::cuda::detail

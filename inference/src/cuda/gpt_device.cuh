@@ -1,0 +1,213 @@
+// Device building blocks shared by the CUDA GPT kernels: the model's fixed widths, the host-written control block and
+// the kernel-written position, weight loads with an L2 policy, bulk copies on mbarriers, the per-kernel timeline
+// stamps, the PDL handoff, token emission (next embedding + stats + token outputs), hi/lo activation stores,
+// cross-block arrivals and the argmax combine rule.
+#pragma once
+#include "cuda_common.cuh"
+
+namespace cubeforge::cuda::detail {
+
+constexpr int D = 1536, H = 12, HD = 128, F = 6144, NSLOT = D / 8, QKV_LD = 3 * D;
+constexpr int ACH = 32;            // keys per attention split block
+constexpr int AKPW = ACH / 4;      // keys per warp (4 warps)
+constexpr int MAXP = 8;            // variations (prompts) per batch
+constexpr int MAXR = 2 * MAXP;     // rows
+
+// Written by the host before a generate / teacher-forced step (never by kernels).
+struct Ctl {
+  int P;              // variations
+  int cfg;            // 1: rows = 2P (cond rows then uncond rows)
+  int N;              // tokens per object
+  int vocab;          // sampled range [0, vocab)
+  int forced;         // teacher forcing: feed forced_tok instead of the chosen token
+  int write_guided;   // lm_head writes the guided logits (top-p needs them)
+  int write_raw;      // lm_head writes the raw bf16 logits
+  int pad0;
+  double guidance;
+  float top_p;
+  float pad1;
+  unsigned long long seed;
+  int forced_tok[MAXP];
+};
+// Written by kernels: the position (decode step index) and the last-block counters.
+struct Dyn {
+  int pos;
+  unsigned cnt_lm;
+  unsigned cnt_topp;
+  unsigned pad;
+};
+
+enum Epi { EPI_QKV = 0, EPI_RESID = 1, EPI_SWIGLU = 2, EPI_LMHEAD = 3 };
+
+// ---- weight loads -------------------------------------------------------------------------------------------------
+// Weight load with an L2 cache policy (createpolicy): evict_first, the weights are dead once read in a step.
+__device__ __forceinline__ uint4 ld_weight_hint(const void* p, uint64_t pol) {
+  uint4 r;
+  asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"
+               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+               : "l"(p), "l"(pol));
+  return r;
+}
+__device__ __forceinline__ uint64_t policy_evict_first() {
+  uint64_t pol = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+#endif
+  return pol;
+}
+
+// ---- bulk copies (the copy engine, no registers) completing on shared-memory mbarriers ---------------------------
+// Used by the one-round GEMVs' shared-memory weight items and the fused step's ring (gpt_step_kernel.cuh).
+__device__ __forceinline__ uint32_t smem_u32(const void* ptr) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(ptr));
+}
+__device__ __forceinline__ void mbar_init(uint64_t* bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(bar)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+__device__ __forceinline__ void mbar_expect_tx(uint64_t* bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(bar)) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, unsigned parity) {
+  uint32_t done = 0;
+  do {
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(smem_u32(bar)), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+// Global -> shared bulk copy (bytes % 16 == 0, both addresses 16-byte aligned), completing on an mbarrier.
+__device__ __forceinline__ void bulk_g2s(void* dst, const void* src, unsigned bytes, uint64_t* bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                   smem_u32(dst)),
+               "l"(src), "r"(bytes), "r"(smem_u32(bar))
+               : "memory");
+}
+// The same with an L2 cache policy (createpolicy), e.g. evict_first for weights read once per step.
+__device__ __forceinline__ void bulk_g2s_hint(void* dst, const void* src, unsigned bytes, uint64_t* bar, uint64_t pol) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;" ::"r"(
+          smem_u32(dst)),
+      "l"(src), "r"(bytes), "r"(smem_u32(bar)), "l"(pol)
+      : "memory");
+}
+
+// ---- timeline diagnostics (EngineOptions::variant bit 21) ---------------------------------------------------------
+// Per kernel three %globaltimer stamps (ns), all kept by atomicMin: the earliest block start, the earliest return
+// from griddepcontrol.wait (= when the predecessor's results became visible) and the latest block end (stored as ~t).
+__device__ __forceinline__ unsigned long long gtimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+struct TlStamp {
+  unsigned long long* t;
+  __device__ explicit TlStamp(unsigned long long* tl) : t(tl) {
+    if (t && threadIdx.x == 0) atomicMin(t, gtimer());
+  }
+  __device__ void waited() const {
+    if (t && threadIdx.x == 0) atomicMin(t + 1, gtimer());
+  }
+  __device__ ~TlStamp() {
+    if (t && threadIdx.x == 0) atomicMin(t + 2, ~gtimer());
+  }
+};
+
+// A decode kernel's handoff point: everything before it may only read what was written at least two kernels back
+// (weights, earlier KV slots); it waits for the predecessor's results, stamps the timeline and lets the successor
+// launch (its blocks start as soon as resources free up and request their own weights).
+__device__ __forceinline__ void pdl_handoff(const TlStamp& tls) {
+  pdl_wait();
+  tls.waited();
+  pdl_trigger();
+}
+
+// ---- token emission: next embedding (both CFG rows), its LN stats, token outputs ------------------------------
+__device__ inline void emit_tokens(const int* tok, int p_begin, int p_end, const Ctl* ctl, int pos, const float* wte,
+                                   float* x, float* stats, int* tokens, int* host_tokens, int nthr) {
+  const int P = ctl->P, cfg = ctl->cfg;
+  const int np = p_end - p_begin;
+  for (int v = threadIdx.x; v < np * (D / 4); v += nthr) {
+    const int p = p_begin + v / (D / 4), k4 = (v % (D / 4)) * 4;
+    const float4 e = *reinterpret_cast<const float4*>(wte + (size_t)tok[p] * D + k4);
+    *reinterpret_cast<float4*>(x + (size_t)p * D + k4) = e;
+    if (cfg) *reinterpret_cast<float4*>(x + (size_t)(P + p) * D + k4) = e;
+  }
+  for (int v = threadIdx.x; v < np * NSLOT; v += nthr) {
+    const int p = p_begin + v / NSLOT, sl = v % NSLOT;
+    const float* e = wte + (size_t)tok[p] * D + sl * 8;
+    float s = 0.f, q = 0.f;
+#pragma unroll
+    for (int c = 0; c < 8; ++c) {
+      s += e[c];
+      q += e[c] * e[c];
+    }
+    reinterpret_cast<float2*>(stats)[(size_t)p * NSLOT + sl] = make_float2(s, q);
+    if (cfg) reinterpret_cast<float2*>(stats)[(size_t)(P + p) * NSLOT + sl] = make_float2(s, q);
+  }
+  if ((int)threadIdx.x < np) {
+    const int p = p_begin + threadIdx.x;
+    tokens[p * ctl->N + pos] = tok[p];
+    if (host_tokens) reinterpret_cast<volatile int*>(host_tokens)[p * ctl->N + pos] = tok[p];
+  }
+}
+
+// fp32 activation -> bf16 hi + bf16 lo (v - hi, rounded): hi + lo carries ~16 mantissa bits, so a GEMV that runs
+// its MMA on both parts sees the fp32 activation up to ~2^-17 relative instead of bf16's 2^-9.
+__device__ __forceinline__ void split_store(bf16* hi, bf16* lo, size_t i, float v) {
+  const bf16 h = __float2bfloat16_rn(v);
+  hi[i] = h;
+  lo[i] = __float2bfloat16_rn(v - __bfloat162float(h));
+}
+
+// Cross-block arrival (one thread, after a block barrier that orders the block's partial writes before its fence,
+// which is cumulative): makes the block's writes visible to the block that arrives last, adds 1 to *cnt and returns
+// the old count. arrival_acquire(): the last arriver's view of every other block's writes (then a block barrier
+// before the other threads read them). Session 10 measured fence.acq_rel.gpu and atom.add.acq_rel.gpu in place of
+// membar.gl + a relaxed atomic: TPOT equal within 0.1% (docs/cuda-gpt-notes.md).
+__device__ __forceinline__ void arrival_release() { __threadfence(); }
+__device__ __forceinline__ void arrival_acquire() { __threadfence(); }
+__device__ __forceinline__ unsigned arrive(unsigned* cnt) {
+  arrival_release();
+  return atomicAdd(cnt, 1u);
+}
+
+// The argmax rule of the lm_head tails: (v, i) replaces (bv, bi) if larger, or equal with a smaller index.
+__device__ __forceinline__ void argmax_take(float v, int i, float& bv, int& bi) {
+  if (v > bv || (v == bv && i < bi)) {
+    bv = v;
+    bi = i;
+  }
+}
+
+// Index of the best of n argmax partials (values vals[0..n), indices idx[0..n), written by other blocks: read from
+// L2) by one warp: the larger value, then the smaller index. Every lane returns it.
+__device__ __forceinline__ int warp_argmax_partials(const float* vals, const int* idx, int n) {
+  float best = -INFINITY;
+  int bi = 0x7fffffff;
+  for (int b = threadIdx.x & 31; b < n; b += 32) argmax_take(__ldcg(vals + b), __ldcg(idx + b), best, bi);
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1)
+    argmax_take(__shfl_xor_sync(0xffffffffu, best, o), __shfl_xor_sync(0xffffffffu, bi, o), best, bi);
+  return bi;
+}
+
+
+// Sum over a block of NTHR threads (warp sums, then the warps in order); sh holds NTHR / 32 floats.
+template <int NTHR>
+__device__ inline float block_sum_f(float v, float* sh) {
+  v = warp_sum(v);
+  __syncthreads();
+  if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = v;
+  __syncthreads();
+  float s = 0.f;
+#pragma unroll
+  for (int i = 0; i < NTHR / 32; ++i) s += sh[i];
+  return s;
+}
+}  // namespace cubeforge::cuda::detail
