@@ -141,6 +141,10 @@ TEST(EncoderInput, RejectsMeshesItCannotSample) {
   } catch (const cubeforge::Error& e) {
     EXPECT_NE(std::string(e.what()).find("degenerate"), std::string::npos) << e.what();
   }
+  Mesh huge = good;  // finite corners 6.8e38 apart: the extent overflows
+  huge.positions[0] = {-3.4e38f, -3.4e38f, -3.4e38f};
+  huge.positions[7] = {3.4e38f, 3.4e38f, 3.4e38f};
+  EXPECT_THROW(cubeforge::make_encoder_input(huge), cubeforge::Error);
   EncoderInputOptions none;
   none.points = 0;
   EXPECT_THROW(cubeforge::make_encoder_input(good, none), cubeforge::Error);

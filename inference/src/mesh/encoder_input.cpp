@@ -88,7 +88,9 @@ EncoderInput make_encoder_input(const Mesh& mesh, const EncoderInputOptions& opt
     in.center[q] = 0.5f * (lo[q] + hi[q]);
     extent = std::max(extent, hi[q] - lo[q]);
   }
-  in.scale = 2.f * kHalfExtent / extent;  // extent > 0: a kept face has a positive height
+  // extent > 0 (a kept face has a positive height); not finite only for coordinates near FLT_MAX
+  if (!std::isfinite(extent)) throw Error("encoder input: the mesh's extent overflows a float");
+  in.scale = 2.f * kHalfExtent / extent;
   for (auto& p : kept.positions)
     for (int q = 0; q < 3; ++q) p[q] = (p[q] - in.center[q]) * in.scale;
   in.points = sample_surface(kept, options.points, options.seed, &in.normals);
