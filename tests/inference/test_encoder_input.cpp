@@ -141,9 +141,9 @@ TEST(EncoderInput, RejectsMeshesItCannotSample) {
   } catch (const cubeforge::Error& e) {
     EXPECT_NE(std::string(e.what()).find("degenerate"), std::string::npos) << e.what();
   }
-  Mesh huge = good;  // finite corners 6.8e38 apart: the extent overflows
-  huge.positions[0] = {-3.4e38f, -3.4e38f, -3.4e38f};
-  huge.positions[7] = {3.4e38f, 3.4e38f, 3.4e38f};
+  Mesh huge;  // one triangle with finite corners 6e38 apart: its extent overflows a float
+  huge.positions = {{-3e38f, 0, 0}, {3e38f, 0, 0}, {0, 3e38f, 0}};
+  huge.triangles = {{0, 1, 2}};
   EXPECT_THROW(cubeforge::make_encoder_input(huge), cubeforge::Error);
   EncoderInputOptions none;
   none.points = 0;
