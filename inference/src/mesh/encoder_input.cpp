@@ -10,6 +10,7 @@
 
 #include "cubeforge/error.h"
 #include "cubeforge/mesh_metrics.h"
+#include "face_geometry.h"
 
 namespace cubeforge {
 namespace {
@@ -28,16 +29,13 @@ struct TripleHash {
 // The face's smallest height (twice its area over its longest edge); 0 for a repeated corner.
 double face_height(const Mesh& m, const std::array<uint32_t, 3>& t) {
   if (t[0] == t[1] || t[1] == t[2] || t[0] == t[2]) return 0.0;
-  const Vec3 &a = m.positions[t[0]], &b = m.positions[t[1]], &c = m.positions[t[2]];
-  double e[3][3], longest = 0.0;
-  for (int q = 0; q < 3; ++q) {
-    e[0][q] = double(b[q]) - a[q];
-    e[1][q] = double(c[q]) - a[q];
-    e[2][q] = double(c[q]) - b[q];
+  double longest = 0.0;
+  for (int k = 0; k < 3; ++k) {
+    const Vec3 &p = m.positions[t[k]], &q = m.positions[t[(k + 1) % 3]];
+    const double e[3] = {double(q[0]) - p[0], double(q[1]) - p[1], double(q[2]) - p[2]};
+    longest = std::max(longest, std::sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]));
   }
-  for (const auto& v : e) longest = std::max(longest, std::sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]));
-  const double x = e[0][1] * e[1][2] - e[0][2] * e[1][1], y = e[0][2] * e[1][0] - e[0][0] * e[1][2],
-               z = e[0][0] * e[1][1] - e[0][1] * e[1][0];
+  const auto [x, y, z] = mesh_detail::face_cross(m, t);
   return longest > 0.0 ? std::sqrt(x * x + y * y + z * z) / longest : 0.0;
 }
 

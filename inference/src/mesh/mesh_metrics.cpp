@@ -1,12 +1,12 @@
 // Owns surface sampling and the symmetric Chamfer distance (a small implicit kd-tree for nearest neighbours).
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <limits>
 #include <numeric>
 #include <random>
 
 #include "cubeforge/mesh_metrics.h"
+#include "face_geometry.h"
 
 namespace cubeforge {
 
@@ -83,13 +83,7 @@ void directed(const std::vector<Vec3>& from, const KdTree& to, double& mean, dou
 }
 
 inline double unit(std::mt19937_64& r) { return double(r() >> 11) * (1.0 / 9007199254740992.0); }
-// (b - a) x (c - a) of a face in double: twice its area, along its normal.
-inline std::array<double, 3> face_cross(const Mesh& m, const std::array<uint32_t, 3>& t) {
-  const Vec3 &a = m.positions[t[0]], &b = m.positions[t[1]], &c = m.positions[t[2]];
-  const double u[3] = {double(b[0]) - a[0], double(b[1]) - a[1], double(b[2]) - a[2]};
-  const double v[3] = {double(c[0]) - a[0], double(c[1]) - a[1], double(c[2]) - a[2]};
-  return {u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2], u[0] * v[1] - u[1] * v[0]};
-}
+using mesh_detail::face_cross;
 
 }  // namespace
 
