@@ -197,17 +197,27 @@ __device__ __forceinline__ int warp_argmax_partials(const float* vals, const int
   return bi;
 }
 
-
-// Sum over a block of NTHR threads (warp sums, then the warps in order); sh holds NTHR / 32 floats.
-template <int NTHR>
-__device__ inline float block_sum_f(float v, float* sh) {
-  v = warp_sum(v);
+// A reduction over a block of NTHR threads: within each warp (xor shuffles, as warp_sum / warp_max), then the warps'
+// results in order starting from init; sh holds NTHR / 32 floats.
+template <int NTHR, class Op>
+__device__ __forceinline__ float block_reduce_f(float v, float* sh, float init, Op op) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
   __syncthreads();
   if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = v;
   __syncthreads();
-  float s = 0.f;
+  float s = init;
 #pragma unroll
-  for (int i = 0; i < NTHR / 32; ++i) s += sh[i];
+  for (int i = 0; i < NTHR / 32; ++i) s = op(s, sh[i]);
   return s;
 }
+template <int NTHR>
+__device__ inline float block_sum_f(float v, float* sh) {
+  return block_reduce_f<NTHR>(v, sh, 0.f, [](float a, float b) { return a + b; });
+}
+template <int NTHR>
+__device__ inline float block_max_f(float v, float* sh) {
+  return block_reduce_f<NTHR>(v, sh, -INFINITY, [](float a, float b) { return fmaxf(a, b); });
+}
+
 }  // namespace cubeforge::cuda::detail

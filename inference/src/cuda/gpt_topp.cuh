@@ -24,18 +24,6 @@ __device__ inline unsigned long long splitmix64(unsigned long long z) {
   return z ^ (z >> 31);
 }
 
-template <int NTHR>
-__device__ inline float block_max_f(float v, float* sh) {
-  v = warp_max(v);
-  __syncthreads();
-  if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = v;
-  __syncthreads();
-  float s = -INFINITY;
-#pragma unroll
-  for (int i = 0; i < NTHR / 32; ++i) s = fmaxf(s, sh[i]);
-  return s;
-}
-
 constexpr int TOPP_THREADS = 1024, TOPP_PER = 16;  // 16384 logits
 __global__ void __launch_bounds__(TOPP_THREADS) topp_kernel(const ToppParams tp) {
   pdl_wait();
