@@ -237,6 +237,21 @@ struct CudaGptEngine::Impl {
   int sk_diag = 0;       // CUBEFORGE_GPT_STEP_DIAG (timing only, wrong outputs): 1 barriers only, 2 no waits
   int sk_infl = 3;       // CUBEFORGE_GPT_STEP_INFL: at most this many bulk copies in flight per block (0: the ring)
 
+  // Fused MLP (gpt_mlp.cuh, session 13): LN + gate/up + SwiGLU + down-proj in one launch per block, split along the
+  // hidden units; the default where all its 128 blocks fit on the GPU at once (CUBEFORGE_GPT_MLP=0: the gate/up and
+  // down-proj GEMVs). Decided before the weights load: the down-proj then takes the hidden-slice layout.
+  // CUBEFORGE_GPT_MLP_SLOTS / _PRE (measurement knobs): ring slots / stages requested before the wait.
+  bool mlp_on = false;
+  float* mlp_part = nullptr;
+  unsigned long long* mlp_ctr = nullptr;
+  int mlp_slots_env = 0, mlp_pre_env = -1;
+  // Ring slots at r rows: 6 by default (leaves room for one block of the next kernel), fewer where they do not fit.
+  int mlp_slots(int r) const {
+    int n = mlp_slots_env > 0 ? std::min(mlp_slots_env, MLP_MAXSLOTS) : 6;
+    while (n > 2 && mlp_smem(r, n) > (size_t)smem_optin) --n;
+    return n;
+  }
+
   int R = 0, P = 0;
   bool cfg_on = false, prefilled = false;
   int tf_step = 0;
@@ -356,7 +371,10 @@ struct CudaGptEngine::Impl {
       // Stream-ordered copy: a plain cudaMemcpy from pageable memory can return before its DMA has landed, and
       // this (non-blocking) stream would not wait for it.
       CF_CUDA(cudaMemcpyAsync(staging, v.data(), (size_t)rows * cols * 4, cudaMemcpyHostToDevice, stream));
-      convert_kernel<<<1024, 256, 0, stream>>>(staging, dst, rows, cols, mode, blocked_now);
+      if (blocked_now == 2)  // the fused MLP's down-proj (hidden-slice layout)
+        convert_mlp_down_kernel<<<1024, 256, 0, stream>>>(staging, dst);
+      else
+        convert_kernel<<<1024, 256, 0, stream>>>(staging, dst, rows, cols, mode, blocked_now);
       CF_CUDA(cudaGetLastError());
       CF_CUDA(cudaStreamSynchronize(stream));
     };
@@ -384,7 +402,10 @@ struct CudaGptEngine::Impl {
       up(gu, pfx + "up_proj.weight", {F, D}, 2);
       bias(gub, pfx + "gate_proj.bias", F, 1);
       bias(gub, pfx + "up_proj.bias", F, 2);
+      const int keep = blocked_now;
+      if (blocked_now && mlp_on) blocked_now = 2;
       up(dn, pfx + "down_proj.weight", {D, F});
+      blocked_now = keep;
       bias(dnb, pfx + "down_proj.bias", D);
     };
     for (int l = 0; l < L; ++l) {
@@ -489,6 +510,15 @@ struct CudaGptEngine::Impl {
     pact = dalloc<bf16>(2 * M * F);
     pq = dalloc<float>(M * D);
     patt = dalloc<bf16>(2 * M * D);
+    if (mlp_on) {
+      mlp_part = dalloc<float>((size_t)(D / 8) * MLP_NB * Rmax * 8);
+      mlp_ctr = dalloc<unsigned long long>(1);
+      CF_CUDA(cudaMemset(mlp_ctr, 0, sizeof(unsigned long long)));
+      size_t m = 0;
+      for (int r = 1; r <= Rmax; ++r) m = std::max(m, mlp_smem(r, mlp_slots(r)));
+      CF_CUDA(cudaFuncSetAttribute(mlp_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)m));
+      CF_CUDA(cudaFuncSetAttribute(mlp_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)m));
+    }
     GemvQkv::prepare();
     GemvOproj::prepare();
     GemvGateUp::prepare();
@@ -606,6 +636,26 @@ struct CudaGptEngine::Impl {
       o.tl = tl_slot(single_now ? "s.oproj" : "oproj");
       GemvOproj::run(o, stream, pdl, nsm);
     }
+    if (mlp_on) {
+      MlpParams m = {};
+      m.g = base_params();
+      m.g.add2 = add2;
+      m.g.tl = tl_slot(single_now ? "s.mlp" : "mlp");
+      m.Wgu = w.x_gu;
+      m.bgu = w.x_gub;
+      m.Wdn = w.x_dn;
+      m.bdn = w.x_dnb;
+      m.part = mlp_part;
+      m.ctr = mlp_ctr;
+      m.nst = mlp_slots(R);
+      m.pre = mlp_pre_env >= 0 ? std::min(mlp_pre_env, m.nst) : m.nst;
+      m.spin_limit = 1ull << 24;
+      if (R > 8)
+        launch(mlp_kernel<true>, dim3(MLP_NB), dim3(MLP_THREADS), mlp_smem(R, m.nst), stream, pdl, m);
+      else
+        launch(mlp_kernel<false>, dim3(MLP_NB), dim3(MLP_THREADS), mlp_smem(R, m.nst), stream, pdl, m);
+      return;
+    }
     GemvParams g = base_params();
     g.W = w.x_gu;
     g.N = 2 * F;
@@ -677,7 +727,9 @@ struct CudaGptEngine::Impl {
   // kernel's shared-memory size (the ring gets what the staged inputs leave).
   void sk_setup(int cc_major) {
     const char* env = std::getenv("CUBEFORGE_GPT_STEP");
-    if (!env || std::string(env) != "1" || cc_major < 9 || !blocked || !split_dec || diag_l2w || diag_no_attn) return;
+    if (!env || std::string(env) != "1" || cc_major < 9 || !blocked || !split_dec || diag_l2w || diag_no_attn ||
+        mlp_on)
+      return;
     const int rs = std::min(Rmax, SK_RMAX);
     sk_amaxs = (std::max(Tdual, N) + SK_ACH - 1) / SK_ACH;
     if (sk_amaxs > SK_MAXSPLIT) return;  // sequences beyond ~1500 slots: the per-kernel path
@@ -1039,6 +1091,27 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
   if (cublasCreate(&m.blas) != CUBLAS_STATUS_SUCCESS) throw cubeforge::Error("CUDA GPT: cublasCreate failed");
   CF_CUBLAS(cublasSetStream(m.blas, m.stream));
   CF_CUBLAS(cublasSetMathMode(m.blas, CUBLAS_DEFAULT_MATH));
+  if (const char* me = std::getenv("CUBEFORGE_GPT_MLP"); !me || std::string(me) != "0") {
+    // every block of the fused MLP must be resident at once (its final sum waits for all of them)
+    if (prop.major < 9 || !m.blocked || m.diag_l2w || m.nsm < MLP_NB || (size_t)m.smem_optin < mlp_smem(m.Rmax, 2)) {
+      if (opts.verbose)
+        std::fprintf(stderr, "cubeforge cuda: fused MLP not available on this GPU/configuration, per-kernel MLP\n");
+    } else {
+      m.mlp_on = true;
+      if (const char* sl = std::getenv("CUBEFORGE_GPT_MLP_SLOTS")) m.mlp_slots_env = std::atoi(sl);
+      if (const char* pr = std::getenv("CUBEFORGE_GPT_MLP_PRE")) m.mlp_pre_env = std::atoi(pr);
+      int occ = 0;
+      CF_CUDA(cudaFuncSetAttribute(mlp_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   (int)mlp_smem(m.Rmax, m.mlp_slots(m.Rmax))));
+      CF_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, mlp_kernel<false>, MLP_THREADS,
+                                                            mlp_smem(m.Rmax, m.mlp_slots(m.Rmax))));
+      if (occ < 1) m.mlp_on = false;
+      if (opts.verbose)
+        std::fprintf(stderr, "cubeforge cuda: fused MLP %s (%d blocks, %d ring slots of %d KB at %d rows)\n",
+                     m.mlp_on ? "on" : "off (does not fit)", MLP_NB, m.mlp_slots(std::min(m.Rmax, 2)),
+                     MLP_SLOT >> 10, std::min(m.Rmax, 2));
+    }
+  }
   const double t0 = now_ms();
   m.load(weights);
   m.alloc_buffers();

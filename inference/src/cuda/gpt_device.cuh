@@ -157,6 +157,18 @@ __device__ inline void emit_tokens(const int* tok, int p_begin, int p_end, const
   }
 }
 
+// LayerNorm partial stats of 8 consecutive residual values (sum, sum of squares; fp32, in order): what a producer
+// of the residual stream writes per 8-column slot for the next GEMV's LN prologue.
+__device__ __forceinline__ float2 ln_stats8(const float* x) {
+  float s = 0.f, q = 0.f;
+#pragma unroll
+  for (int c = 0; c < 8; ++c) {
+    s += x[c];
+    q += x[c] * x[c];
+  }
+  return make_float2(s, q);
+}
+
 // fp32 activation -> bf16 hi + bf16 lo (v - hi, rounded): hi + lo carries ~16 mantissa bits, so a GEMV that runs
 // its MMA on both parts sees the fp32 activation up to ~2^-17 relative instead of bf16's 2^-9.
 __device__ __forceinline__ void split_store(bf16* hi, bf16* lo, size_t i, float v) {

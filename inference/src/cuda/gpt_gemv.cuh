@@ -79,14 +79,7 @@ __device__ __forceinline__ void gemv_epilogue(const GemvParams& p, float* outs, 
     __syncthreads();
     for (int e = threadIdx.x; e < R * NTILE; e += NW * 32) {
       const int r = e / NTILE, tt = e % NTILE;
-      float s = 0.f, q = 0.f;
-#pragma unroll
-      for (int c = 0; c < 8; ++c) {
-        const float x = outs[r * NT + tt * 8 + c];
-        s += x;
-        q += x * x;
-      }
-      reinterpret_cast<float2*>(p.stats_out)[(size_t)r * NSLOT + n0 / 8 + tt] = make_float2(s, q);
+      reinterpret_cast<float2*>(p.stats_out)[(size_t)r * NSLOT + n0 / 8 + tt] = ln_stats8(outs + r * NT + tt * 8);
     }
   } else if constexpr (EPI == EPI_SWIGLU) {
     constexpr int NF = NT / 2;

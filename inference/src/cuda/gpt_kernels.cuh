@@ -3,11 +3,13 @@
 //   gpt_device.cuh           constants, control blocks, loads, bulk copies, timeline, handoff, token emission, arrivals
 //   gpt_gemv.cuh             the decode GEMVs (persistent and one-round) and their epilogues, lm_head tail included
 //   gpt_attention.cuh        decode attention
+//   gpt_mlp.cuh              the fused decode MLP (LN + gate/up + SwiGLU + down-proj split along the hidden units)
 //   gpt_topp.cuh             top-p sampling
 //   gpt_prefill_kernels.cuh  step-0 init, load-time conversion, cond-stream prefill kernels
 #pragma once
 #include "gpt_attention.cuh"
 #include "gpt_device.cuh"
 #include "gpt_gemv.cuh"
+#include "gpt_mlp.cuh"
 #include "gpt_prefill_kernels.cuh"
 #include "gpt_topp.cuh"

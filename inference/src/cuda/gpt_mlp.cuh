@@ -1,0 +1,309 @@
+// The fused decode MLP (session 13): LayerNorm + gate/up + SwiGLU + down-proj + residual add in one launch, split
+// along the hidden dimension instead of along the outputs. Block b owns hidden units [48 b, 48 b + 48): its 96
+// gate/up rows and the down-proj's 48 matching columns, so no block waits for another until the very end, where the
+// 128 blocks' partial down-proj outputs are summed in a fixed order after one grid-wide arrival count. A producer
+// warp streams the block's 432 KB of weights through a shared-memory ring by bulk copies, in consumption order and
+// with no gap between gate/up and the down-proj; 12 consumer warps run the MMAs (one gate/up 8-row group each, over
+// the whole K, so there is no cross-warp reduction). docs/cuda-gpt.md ("Session 13") has the measurements.
+#pragma once
+#include "gpt_gemv.cuh"
+
+namespace cubeforge::cuda::detail {
+
+constexpr int MLP_HS = 48;                         // hidden units per block
+constexpr int MLP_NB = F / MLP_HS;                 // 128 blocks, all resident at once (the final sum waits for all)
+constexpr int MLP_CW = 12;                         // consumer warps: one gate/up 8-row group each
+constexpr int MLP_THREADS = (MLP_CW + 1) * 32;     // + the producer warp
+constexpr int MLP_GU_CPS = 4;                      // 32-column chunks per gate/up stage
+constexpr int MLP_GU_ST = D / 32 / MLP_GU_CPS;     // 12 gate/up stages of 24 KB
+constexpr int MLP_KS = MLP_HS / 16;                // k16 steps of the down-proj
+constexpr int MLP_DN_GPS = 2 * MLP_CW;             // output groups (8 rows) per down-proj stage, 2 per warp
+constexpr int MLP_DN_ST = D / 8 / MLP_DN_GPS;      // 8 down-proj stages of 18 KB
+constexpr int MLP_NST = MLP_GU_ST + MLP_DN_ST;     // stages per block
+constexpr int MLP_SLOT = MLP_CW * MLP_GU_CPS * 512;         // bytes per ring slot (a gate/up stage)
+constexpr int MLP_DN_BYTES = MLP_DN_GPS * MLP_KS * 256;     // bytes of a down-proj stage
+constexpr int MLP_MAXSLOTS = 16;
+constexpr int MLP_SUBSETS = 8;                     // partials summed in 8 interleaved subsets, then those in order
+constexpr int MLP_HST = MLP_HS + 8;                // row stride of the hidden activations in shared memory (bf16)
+static_assert(MLP_NB * MLP_HS == F && MLP_GU_ST * MLP_GU_CPS * 32 == D && MLP_DN_ST * MLP_DN_GPS * 8 == D, "tiling");
+static_assert(MLP_NB % MLP_SUBSETS == 0 && 2 * MLP_NB >= D / 8, "reduction: at most two output groups per block");
+
+struct MlpParams {
+  GemvParams g;               // R, split, X / stats / eps (the LN input), resid, stats_out, add2, save_y, tl
+  const bf16* Wgu;            // [2F][D] blocked, gate/up rows interleaved in 8-row groups (as the gate/up GEMV)
+  const bf16* bgu;            // [2F] interleaved the same way
+  const bf16* Wdn;            // down-proj in the hidden-slice layout (mlp_dn_off)
+  const bf16* bdn;            // [D]
+  float* part;                // [D / 8][MLP_NB][R][8] partial down-proj outputs
+  unsigned long long* ctr;    // grid-wide arrival count, monotonic (a multiple of MLP_NB between launches)
+  int nst;                    // ring slots
+  int pre;                    // stages requested before griddepcontrol.wait (<= nst)
+  unsigned long long spin_limit;  // polls of the final wait before the kernel traps (a block never arrived)
+};
+
+// Element offset of W_dn[n][k] (n < D, k < F) in the hidden-slice layout: block b = k / 48 holds its 48 columns as
+// D / 8 x 3 blocks of 8 rows x 16 columns (256 B, row-major), ordered (row group, k16 step), so a block's down-proj
+// weights are one contiguous range in consumption order and a lane's MMA B fragment is 8 contiguous bytes.
+__host__ __device__ inline size_t mlp_dn_off(long n, long k) {
+  const long b = k / MLP_HS, t = (k % MLP_HS) / 16, c = k % 16;
+  return ((size_t)(b * (D / 8) + n / 8) * MLP_KS + t) * 128 + (n % 8) * 16 + c;
+}
+// Load-time conversion of the fp32 down-proj [D][F] into that layout.
+__global__ void convert_mlp_down_kernel(const float* src, bf16* dst) {
+  const long n = (long)D * F;
+  for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x)
+    dst[mlp_dn_off(i / F, i % F)] = __float2bfloat16_rn(src[i]);
+}
+
+// Shared memory of a launch with R rows and nst ring slots: mbarriers, ring, LN input rows (hi, lo), row stats,
+// gate/up outputs [16][96], hidden activations (hi rows, lo rows). The final reduction reuses the ring.
+__host__ __device__ constexpr size_t mlp_smem(int R, int nst) {
+  return 2 * MLP_MAXSLOTS * 8 + (size_t)nst * MLP_SLOT + (size_t)2 * R * (D + 32) * 2 + 16 * 8 +
+         16 * 2 * MLP_HS * 4 + 2 * 16 * MLP_HST * 2;
+}
+
+__device__ __forceinline__ void mlp_consumer_sync() {
+  asm volatile("bar.sync 1, %0;" ::"n"(MLP_CW * 32) : "memory");
+}
+__device__ __forceinline__ unsigned long long ld_acquire_u64(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+
+// M16: more than 8 rows (two MMAs per weight fragment, hi and lo parts apart); else the lo parts ride in MMA rows
+// 8..15. Per output the same sums in the same order either way, so 1 and 8 prompts stay bitwise identical.
+// At most 78 registers (two blocks' worth per SM): one GEMV block of the neighbouring kernels fits beside it.
+template <bool M16>
+__global__ void __launch_bounds__(MLP_THREADS, 2) mlp_kernel(const MlpParams p) {
+  constexpr int AST = D + 32;
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
+  const int b = blockIdx.x, R = p.g.R, S = p.nst;
+  const TlStamp tls(p.g.tl);
+  extern __shared__ __align__(16) unsigned char smem[];
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem);
+  uint64_t* empty = full + MLP_MAXSLOTS;
+  unsigned char* ring = smem + 2 * MLP_MAXSLOTS * 8;
+  bf16* act = reinterpret_cast<bf16*>(ring + (size_t)S * MLP_SLOT);
+  float2* st = reinterpret_cast<float2*>(act + (size_t)2 * R * AST);
+  float* gu = reinterpret_cast<float*>(st + 16);                // [16][2 HS]
+  bf16* hs = reinterpret_cast<bf16*>(gu + 16 * 2 * MLP_HS);      // [R][HST] hi rows, then [R][HST] lo rows
+  float* red = reinterpret_cast<float*>(ring);                    // the final reduction, once the ring is drained
+
+  const bool producer = warp == MLP_CW;
+  const uint64_t pol = policy_evict_first();
+  const bf16* gu_src = p.Wgu + (size_t)b * (2 * MLP_HS / 8) * (D / 32) * 256;  // 12 groups x 48 chunks x 512 B
+  const bf16* dn_src = p.Wdn + (size_t)b * (D / 8) * MLP_KS * 128;
+  // Stage i into its slot: a gate/up stage is 4 chunks of each of the 12 groups (12 copies of 2 KB), a down-proj
+  // stage 24 output groups x 3 k16 steps (one copy of 18 KB).
+  auto issue = [&](int i) {
+    const int slot = i % S;
+    unsigned char* dst = ring + (size_t)slot * MLP_SLOT;
+    if (i < MLP_GU_ST) {
+      mbar_expect_tx(&full[slot], MLP_SLOT);
+#pragma unroll 1
+      for (int j = 0; j < MLP_CW; ++j)
+        bulk_g2s_hint(dst + j * MLP_GU_CPS * 512, gu_src + ((size_t)j * (D / 32) + i * MLP_GU_CPS) * 256,
+                      MLP_GU_CPS * 512, &full[slot], pol);
+    } else {
+      mbar_expect_tx(&full[slot], MLP_DN_BYTES);
+      bulk_g2s_hint(dst, dn_src + (size_t)(i - MLP_GU_ST) * MLP_DN_GPS * MLP_KS * 128, MLP_DN_BYTES, &full[slot], pol);
+    }
+  };
+  if (producer && lane == 0) {
+    for (int s = 0; s < S; ++s) {
+      mbar_init(&full[s], 1);
+      mbar_init(&empty[s], MLP_CW);
+    }
+    mbar_fence_init();
+    for (int i = 0; i < p.pre; ++i) issue(i);  // weights only: nothing the predecessor writes
+  }
+  // biases of this thread's SwiGLU units (e = tid, tid + 384) and of its output column in the final sum, also
+  // requested before the wait (weights)
+  float gb[2] = {0.f, 0.f}, ub[2] = {0.f, 0.f};
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    const int e = tid + j * MLP_CW * 32;
+    if (!producer && e < R * MLP_HS) {
+      const int u = e % MLP_HS, cg = 16 * (u / 8) + u % 8;
+      gb[j] = bf(p.bgu[2 * MLP_HS * b + cg]);
+      ub[j] = bf(p.bgu[2 * MLP_HS * b + cg + 8]);
+    }
+  }
+  const int ng = (b + MLP_NB < D / 8) ? 2 : 1, RO = R * 8;
+  const float bias = tid < ng * RO ? bf(p.bdn[(b + (tid / RO) * MLP_NB) * 8 + tid % 8]) : 0.f;
+  pdl_handoff(tls);
+  gemv_ln_prologue<D, MLP_CW + 1, (M16 ? 2 : 1)>(p.g, act, st, R);
+  __syncthreads();
+
+  if (producer) {
+    if (lane == 0)
+      for (int i = p.pre; i < MLP_NST; ++i) {
+        if (i >= S) mbar_wait(&empty[i % S], ((i / S) - 1) & 1);
+        issue(i);
+      }
+    __syncwarp();
+  } else {
+    const bool split = p.g.split != 0;
+    // ---- gate/up: this warp's 8 rows (interleaved rows 96 b + 8 warp ..) over the whole K --------------------
+    float acc[4] = {0.f, 0.f, 0.f, 0.f}, acc2[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll 1
+    for (int i = 0; i < MLP_GU_ST; ++i) {
+      const int slot = i % S;
+      mbar_wait(&full[slot], (i / S) & 1);
+      const uint4* ws = reinterpret_cast<const uint4*>(ring + (size_t)slot * MLP_SLOT + warp * MLP_GU_CPS * 512);
+      uint4 wb[MLP_GU_CPS];
+#pragma unroll
+      for (int c = 0; c < MLP_GU_CPS; ++c) wb[c] = ws[c * 32 + lane];
+      __syncwarp();
+      if (lane == 0) mbar_arrive(&empty[slot]);  // the slot is free once every lane holds its fragments
+#pragma unroll
+      for (int c = 0; c < MLP_GU_CPS; ++c) {
+        const int k = (i * MLP_GU_CPS + c) * 32 + t4 * 8;
+        if constexpr (M16) {
+          uint4 a0, a1, l0, l1;
+          gemv_load_act<D, true>(p.g, act, true, R, g, k, split, a0, a1, l0, l1);
+          mma_chunk(acc, a0, a1, wb[c]);
+          if (split) mma_chunk(acc2, l0, l1, wb[c]);
+        } else {
+          uint4 a0, a1;
+          gemv_act8<D>(p.g, act, true, R, g, k, split, a0, a1);
+          mma_chunk(acc, a0, a1, wb[c]);
+        }
+      }
+    }
+    {
+      float* o = gu + warp * 8 + 2 * t4;
+      if constexpr (M16) {
+        if (g < R) {
+          o[g * 2 * MLP_HS] = acc[0] + acc2[0];
+          o[g * 2 * MLP_HS + 1] = acc[1] + acc2[1];
+        }
+        if (g + 8 < R) {
+          o[(g + 8) * 2 * MLP_HS] = acc[2] + acc2[2];
+          o[(g + 8) * 2 * MLP_HS + 1] = acc[3] + acc2[3];
+        }
+      } else if (g < R) {
+        o[g * 2 * MLP_HS] = acc[0] + acc[2];
+        o[g * 2 * MLP_HS + 1] = acc[1] + acc[3];
+      }
+    }
+    mlp_consumer_sync();
+    // ---- SwiGLU of the block's 48 hidden units (gate group 2m, up group 2m + 1), split into bf16 hi + lo -----
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const int e = tid + j * MLP_CW * 32;
+      if (e >= R * MLP_HS) break;
+      const int r = e / MLP_HS, u = e % MLP_HS, cg = 16 * (u / 8) + u % 8, cu = cg + 8;
+      const float gv = gu[r * 2 * MLP_HS + cg] + gb[j];
+      const float uv = gu[r * 2 * MLP_HS + cu] + ub[j];
+      const float sg = gv / (1.f + __expf(-gv));
+      const float hv = sg * uv;
+      const bf16 hh = __float2bfloat16_rn(hv);
+      hs[r * MLP_HST + u] = hh;
+      hs[(R + r) * MLP_HST + u] = __float2bfloat16_rn(hv - __bfloat162float(hh));
+    }
+    mlp_consumer_sync();
+    // ---- down-proj partials over the block's 48 columns: A fragments once, then 2 output groups per stage -----
+    // k16 step t, lane (g, t4): columns 16 t + 4 t4 .. + 3 of the weights' row g and of the activation row, the same
+    // permutation of the MMA's k slots for both (as the 32-column chunks of the other GEMVs).
+    uint2 ah[MLP_KS], al[MLP_KS], ah8[MLP_KS], al8[MLP_KS];
+#pragma unroll
+    for (int t = 0; t < MLP_KS; ++t) {
+      const int k = 16 * t + 4 * t4;
+      const uint2 z = make_uint2(0, 0);
+      ah[t] = g < R ? *reinterpret_cast<const uint2*>(hs + g * MLP_HST + k) : z;
+      al[t] = (split && g < R) ? *reinterpret_cast<const uint2*>(hs + (R + g) * MLP_HST + k) : z;
+      ah8[t] = (M16 && g + 8 < R) ? *reinterpret_cast<const uint2*>(hs + (g + 8) * MLP_HST + k) : z;
+      al8[t] = (M16 && split && g + 8 < R) ? *reinterpret_cast<const uint2*>(hs + (R + g + 8) * MLP_HST + k) : z;
+    }
+#pragma unroll 1
+    for (int i = MLP_GU_ST; i < MLP_NST; ++i) {
+      const int slot = i % S;
+      mbar_wait(&full[slot], (i / S) & 1);
+      const uint2* ws = reinterpret_cast<const uint2*>(ring + (size_t)slot * MLP_SLOT);
+      uint2 wb[2][MLP_KS];
+#pragma unroll
+      for (int q = 0; q < 2; ++q)
+#pragma unroll
+        for (int t = 0; t < MLP_KS; ++t) wb[q][t] = ws[((2 * warp + q) * MLP_KS + t) * 32 + lane];
+      __syncwarp();
+      if (lane == 0) mbar_arrive(&empty[slot]);
+#pragma unroll
+      for (int q = 0; q < 2; ++q) {
+        float a[4] = {0.f, 0.f, 0.f, 0.f}, a2[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+        for (int t = 0; t < MLP_KS; ++t) {
+          if constexpr (M16) {
+            mma_bf16_16816(a, ah[t].x, ah8[t].x, ah[t].y, ah8[t].y, wb[q][t].x, wb[q][t].y);
+            if (split) mma_bf16_16816(a2, al[t].x, al8[t].x, al[t].y, al8[t].y, wb[q][t].x, wb[q][t].y);
+          } else {
+            mma_bf16_16816(a, ah[t].x, al[t].x, ah[t].y, al[t].y, wb[q][t].x, wb[q][t].y);
+          }
+        }
+        const int n8 = (i - MLP_GU_ST) * MLP_DN_GPS + 2 * warp + q;
+        float* dst = p.part + ((size_t)n8 * MLP_NB + b) * R * 8 + 2 * t4;
+        if constexpr (M16) {
+          if (g < R) *reinterpret_cast<float2*>(dst + g * 8) = make_float2(a[0] + a2[0], a[1] + a2[1]);
+          if (g + 8 < R) *reinterpret_cast<float2*>(dst + (g + 8) * 8) = make_float2(a[2] + a2[2], a[3] + a2[3]);
+        } else if (g < R) {
+          *reinterpret_cast<float2*>(dst + g * 8) = make_float2(a[0] + a[2], a[1] + a[3]);
+        }
+      }
+    }
+  }
+  __syncthreads();
+
+  // ---- every block's partials written: one arrival each, then wait for all (all blocks are resident) ---------
+  if (tid == 0) {
+    arrival_release();
+    const unsigned long long old = atomicAdd(p.ctr, 1ull);
+    const unsigned long long target = (old / MLP_NB + 1) * MLP_NB;
+    unsigned long long n = 0;
+    while (ld_acquire_u64(p.ctr) < target)
+      if (++n > p.spin_limit) __trap();
+    arrival_acquire();
+  }
+  __syncthreads();
+
+  // ---- output groups b and b + 128: the 128 partials per output in 8 interleaved subsets, then the subsets in
+  // order (the same order for every row count), + bias + residual (+ add2), then the groups' LN stats ----------
+  float xr = 0.f, a2r = 0.f;
+  if (tid < ng * RO) {
+    const int col = (b + (tid / RO) * MLP_NB) * 8 + tid % 8, r = (tid % RO) / 8;
+    xr = __ldcg(p.g.resid + (size_t)r * D + col);
+    if (p.g.add2) a2r = __ldcg(p.g.add2 + (size_t)r * D + col);
+  }
+  for (int e = tid; e < ng * MLP_SUBSETS * RO; e += MLP_THREADS) {
+    const int gi = e / (MLP_SUBSETS * RO), s = (e / RO) % MLP_SUBSETS, o = e % RO;
+    const float* src = p.part + (size_t)(b + gi * MLP_NB) * MLP_NB * RO + o;
+    float v[MLP_NB / MLP_SUBSETS];
+#pragma unroll
+    for (int i = 0; i < MLP_NB / MLP_SUBSETS; ++i) v[i] = __ldcg(src + (size_t)(s + MLP_SUBSETS * i) * RO);
+    float sum = 0.f;
+#pragma unroll
+    for (int i = 0; i < MLP_NB / MLP_SUBSETS; ++i) sum += v[i];
+    red[e] = sum;
+  }
+  __syncthreads();
+  float* xs = red + 2 * MLP_SUBSETS * 16 * 8;  // [ng][R][8] new residual values
+  if (tid < ng * RO) {
+    const int gi = tid / RO, o = tid % RO, r = o / 8, col = (b + gi * MLP_NB) * 8 + o % 8;
+    float y = 0.f;
+#pragma unroll
+    for (int s = 0; s < MLP_SUBSETS; ++s) y += red[(gi * MLP_SUBSETS + s) * RO + o];
+    y = y + bias;
+    float x = xr + y;
+    if (p.g.add2) x = x + a2r;
+    p.g.resid[(size_t)r * D + col] = x;
+    if (p.g.save_y) p.g.save_y[(size_t)r * D + col] = y;
+    xs[tid] = x;
+  }
+  __syncthreads();
+  if (tid < ng * R) {
+    const int gi = tid / R, r = tid % R;
+    reinterpret_cast<float2*>(p.g.stats_out)[(size_t)r * NSLOT + b + gi * MLP_NB] = ln_stats8(xs + gi * RO + r * 8);
+  }
+}
+
+}  // namespace cubeforge::cuda::detail
