@@ -242,7 +242,6 @@ struct CudaGptEngine::Impl {
   // down-proj GEMVs). Decided before the weights load: the down-proj then takes the hidden-slice layout.
   // CUBEFORGE_GPT_MLP_SLOTS / _PRE (measurement knobs): ring slots / stages requested before the wait.
   bool mlp_on = false;
-  bool mlp_qkv = false;  // CUBEFORGE_GPT_MLPQKV=1: the fused MLP also computes the next block's q/k/v
   float* mlp_part = nullptr;
   unsigned long long* mlp_ctr = nullptr;
   int mlp_slots_env = 0, mlp_pre_env = -1;
@@ -595,12 +594,10 @@ struct CudaGptEngine::Impl {
     return p;
   }
 
-  // qkv_ready: the previous block's fused MLP already computed this block's q/k/v; next: the block whose q/k/v this
-  // block's fused MLP computes (null: none).
   void block_step(const LayerW& w, bf16* k_l, bf16* v_l, int T, int coff, int maxs, bool attn, const float* add2,
-                  float* save_y, bool qkv_ready = false, const LayerW* next = nullptr) {
+                  float* save_y) {
     const bool pdl = opts.pdl;
-    if (attn && !qkv_ready) {
+    if (attn) {
       GemvParams q = base_params();
       q.W = w.x_qkv;
       q.N = 3 * D;
@@ -611,8 +608,6 @@ struct CudaGptEngine::Impl {
       q.tl = tl_slot(single_now ? "s.qkv" : "qkv");
       if (!(R <= 2 ? Gemv1QkvSm::run(q, stream, pdl, nsm) : Gemv1Qkv::run(q, stream, pdl, nsm)))
         GemvQkv::run(q, stream, pdl, nsm);
-    }
-    if (attn) {
       AttnParams a = {};
       a.qkv = qkv;
       a.qnorm = w.x_qn;
@@ -655,11 +650,6 @@ struct CudaGptEngine::Impl {
       m.nst = mlp_slots(R);
       m.pre = mlp_pre_env >= 0 ? std::min(mlp_pre_env, m.nst) : m.nst;
       m.spin_limit = 1ull << 24;
-      if (next) {
-        m.Wqkv = next->x_qkv;
-        m.bqkv = next->x_vb;
-        m.qkv_out = qkv;
-      }
       if (R > 8)
         launch(mlp_kernel<true>, dim3(MLP_NB), dim3(MLP_THREADS), mlp_smem(R, m.nst), stream, pdl, m);
       else
@@ -859,17 +849,14 @@ struct CudaGptEngine::Impl {
       init_rows_kernel<<<64, 256, 0, stream>>>(wte, cfg.bos_id(), R, x, stats);
       CF_CUDA(cudaGetLastError());
     }
-    const bool sattn = k.step0 || k.causal;
-    const bool fq = mlp_on && mlp_qkv;  // each fused MLP also computes the next block's q/k/v
     for (int l = 0; l < L; ++l) {
       const bool last = (l == L - 1);
       const float* add2 = (last && !k.step0 && !k.causal) ? sconst : nullptr;
-      const LayerW* next = !fq ? nullptr : !last ? &layers[l + 1] : sattn ? &single : nullptr;
-      block_step(layers[l], kc_layer(kc, l), kc_layer(vc, l), Tdual, s, maxs_dual, true, add2, nullptr, fq && l > 0,
-                 next);
+      block_step(layers[l], kc_layer(kc, l), kc_layer(vc, l), Tdual, s, maxs_dual, true, add2, nullptr);
     }
+    const bool sattn = k.step0 || k.causal;
     single_now = true;
-    block_step(single, skc, svc, N, 0, maxs_single, sattn, nullptr, k.step0 ? sconst : nullptr, fq);
+    block_step(single, skc, svc, N, 0, maxs_single, sattn, nullptr, k.step0 ? sconst : nullptr);
     GemvParams p = base_params();
     p.W = lm;
     p.N = Vs;
@@ -1113,7 +1100,6 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
       m.mlp_on = true;
       if (const char* sl = std::getenv("CUBEFORGE_GPT_MLP_SLOTS")) m.mlp_slots_env = std::atoi(sl);
       if (const char* pr = std::getenv("CUBEFORGE_GPT_MLP_PRE")) m.mlp_pre_env = std::atoi(pr);
-      if (const char* mq = std::getenv("CUBEFORGE_GPT_MLPQKV")) m.mlp_qkv = std::string(mq) == "1";
       int occ = 0;
       CF_CUDA(cudaFuncSetAttribute(mlp_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    (int)mlp_smem(m.Rmax, m.mlp_slots(m.Rmax))));

@@ -27,12 +27,6 @@ constexpr int MLP_SUBSETS = 8;                     // partials summed in 8 inter
 constexpr int MLP_HST = MLP_HS + 8;                // row stride of the hidden activations in shared memory (bf16)
 static_assert(MLP_NB * MLP_HS == F && MLP_GU_ST * MLP_GU_CPS * 32 == D && MLP_DN_ST * MLP_DN_GPS * 8 == D, "tiling");
 static_assert(MLP_NB % MLP_SUBSETS == 0 && 2 * MLP_NB >= D / 8, "reduction: at most two output groups per block");
-// The next block's q/k/v (optional, MlpParams::Wqkv): its 576 8-row groups split 4 or 5 per block, streamed into
-// the ring right behind the down-proj (6 stages of 8 chunks of each group) while the MLP's final sum runs.
-constexpr int MLP_QG = 5;                          // most qkv groups per block
-constexpr int MLP_Q_CPS = 8;                       // 32-column chunks per qkv stage
-constexpr int MLP_Q_ST = D / 32 / MLP_Q_CPS;       // 6 qkv stages
-static_assert((QKV_LD / 8 + MLP_NB - 1) / MLP_NB <= MLP_QG && MLP_QG * MLP_Q_CPS * 512 <= MLP_SLOT, "qkv stages");
 
 struct MlpParams {
   GemvParams g;               // R, split, X / stats / eps (the LN input), resid, stats_out, add2, save_y, tl
@@ -44,11 +38,7 @@ struct MlpParams {
   unsigned long long* ctr;    // grid-wide arrival count, monotonic (a multiple of MLP_NB between launches)
   int nst;                    // ring slots
   int pre;                    // stages requested before griddepcontrol.wait (<= nst)
-  unsigned long long spin_limit;  // polls of a grid-wide wait before the kernel traps (a block never arrived)
-  // optional: the next block's LN + [q|k|v] GEMV on the new residual stream, after a second grid-wide wait
-  const bf16* Wqkv;           // [3D][D] blocked, or null
-  const bf16* bqkv;           // v bias [D]
-  float* qkv_out;             // [R][QKV_LD]
+  unsigned long long spin_limit;  // polls of the final wait before the kernel traps (a block never arrived)
 };
 
 // Element offset of W_dn[n][k] (n < D, k < F) in the hidden-slice layout: block b = k / 48 holds its 48 columns as
@@ -83,10 +73,9 @@ __device__ __forceinline__ unsigned long long ld_acquire_u64(const unsigned long
 
 // M16: more than 8 rows (two MMAs per weight fragment, hi and lo parts apart); else the lo parts ride in MMA rows
 // 8..15. Per output the same sums in the same order either way, so 1 and 8 prompts stay bitwise identical.
-// R <= 8: at most 72 registers (two blocks' worth per SM), so one GEMV block of the neighbouring kernels fits beside
-// it; M16 needs more (two accumulator sets) and takes what it needs.
+// At most 78 registers (two blocks' worth per SM): one GEMV block of the neighbouring kernels fits beside it.
 template <bool M16>
-__global__ void __launch_bounds__(MLP_THREADS, M16 ? 1 : 2) mlp_kernel(const MlpParams p) {
+__global__ void __launch_bounds__(MLP_THREADS, 2) mlp_kernel(const MlpParams p) {
   constexpr int AST = D + 32;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
   const int b = blockIdx.x, R = p.g.R, S = p.nst;
@@ -99,19 +88,12 @@ __global__ void __launch_bounds__(MLP_THREADS, M16 ? 1 : 2) mlp_kernel(const Mlp
   float2* st = reinterpret_cast<float2*>(act + (size_t)2 * R * AST);
   float* gu = reinterpret_cast<float*>(st + 16);                // [16][2 HS]
   bf16* hs = reinterpret_cast<bf16*>(gu + 16 * 2 * MLP_HS);      // [R][HST] hi rows, then [R][HST] lo rows
-  // the final sum's subsets and new residual values, in the LN input's space (no longer read by then; the ring may
-  // already hold the next block's qkv weights)
-  float* red = reinterpret_cast<float*>(act);
+  float* red = reinterpret_cast<float*>(ring);                    // the final reduction, once the ring is drained
 
   const bool producer = warp == MLP_CW;
   const uint64_t pol = policy_evict_first();
   const bf16* gu_src = p.Wgu + (size_t)b * (2 * MLP_HS / 8) * (D / 32) * 256;  // 12 groups x 48 chunks x 512 B
   const bf16* dn_src = p.Wdn + (size_t)b * (D / 8) * MLP_KS * 128;
-  const int q0 = (QKV_LD / 8) * b / MLP_NB, nq = (QKV_LD / 8) * (b + 1) / MLP_NB - q0;  // this block's qkv groups
-  const int nst_all = MLP_NST + (p.Wqkv ? MLP_Q_ST : 0);
-  // Stages the producer issues before the MLP's final sum: all but those whose slot a qkv stage still holds (those
-  // are released only in the qkv phase, after the second grid-wide wait).
-  const int nst_a = min(nst_all, MLP_NST + S);
   // Stage i into its slot: a gate/up stage is 4 chunks of each of the 12 groups (12 copies of 2 KB), a down-proj
   // stage 24 output groups x 3 k16 steps (one copy of 18 KB).
   auto issue = [&](int i) {
@@ -123,31 +105,10 @@ __global__ void __launch_bounds__(MLP_THREADS, M16 ? 1 : 2) mlp_kernel(const Mlp
       for (int j = 0; j < MLP_CW; ++j)
         bulk_g2s_hint(dst + j * MLP_GU_CPS * 512, gu_src + ((size_t)j * (D / 32) + i * MLP_GU_CPS) * 256,
                       MLP_GU_CPS * 512, &full[slot], pol);
-    } else if (i < MLP_NST) {
+    } else {
       mbar_expect_tx(&full[slot], MLP_DN_BYTES);
       bulk_g2s_hint(dst, dn_src + (size_t)(i - MLP_GU_ST) * MLP_DN_GPS * MLP_KS * 128, MLP_DN_BYTES, &full[slot], pol);
-    } else {  // qkv stage: 8 chunks of each of the block's groups (nq copies of 4 KB)
-      const int qs = i - MLP_NST;
-      mbar_expect_tx(&full[slot], nq * MLP_Q_CPS * 512);
-#pragma unroll 1
-      for (int j = 0; j < nq; ++j)
-        bulk_g2s_hint(dst + j * MLP_Q_CPS * 512, p.Wqkv + ((size_t)(q0 + j) * (D / 32) + qs * MLP_Q_CPS) * 256,
-                      MLP_Q_CPS * 512, &full[slot], pol);
     }
-  };
-  // one grid-wide wait: every block's writes before it are visible to every block after it (all blocks resident)
-  auto grid_wait = [&]() {
-    __syncthreads();
-    if (tid == 0) {
-      arrival_release();
-      const unsigned long long old = atomicAdd(p.ctr, 1ull);
-      const unsigned long long target = (old / MLP_NB + 1) * MLP_NB;
-      unsigned long long n = 0;
-      while (ld_acquire_u64(p.ctr) < target)
-        if (++n > p.spin_limit) __trap();
-      arrival_acquire();
-    }
-    __syncthreads();
   };
   if (producer && lane == 0) {
     for (int s = 0; s < S; ++s) {
@@ -177,7 +138,7 @@ __global__ void __launch_bounds__(MLP_THREADS, M16 ? 1 : 2) mlp_kernel(const Mlp
 
   if (producer) {
     if (lane == 0)
-      for (int i = p.pre; i < nst_a; ++i) {
+      for (int i = p.pre; i < MLP_NST; ++i) {
         if (i >= S) mbar_wait(&empty[i % S], ((i / S) - 1) & 1);
         issue(i);
       }
@@ -291,9 +252,19 @@ __global__ void __launch_bounds__(MLP_THREADS, M16 ? 1 : 2) mlp_kernel(const Mlp
       }
     }
   }
+  __syncthreads();
 
-  // ---- every block's partials written: wait for all ---------------------------------------------------------
-  grid_wait();
+  // ---- every block's partials written: one arrival each, then wait for all (all blocks are resident) ---------
+  if (tid == 0) {
+    arrival_release();
+    const unsigned long long old = atomicAdd(p.ctr, 1ull);
+    const unsigned long long target = (old / MLP_NB + 1) * MLP_NB;
+    unsigned long long n = 0;
+    while (ld_acquire_u64(p.ctr) < target)
+      if (++n > p.spin_limit) __trap();
+    arrival_acquire();
+  }
+  __syncthreads();
 
   // ---- output groups b and b + 128: the 128 partials per output in 8 interleaved subsets, then the subsets in
   // order (the same order for every row count), + bias + residual (+ add2), then the groups' LN stats ----------
@@ -315,7 +286,7 @@ __global__ void __launch_bounds__(MLP_THREADS, M16 ? 1 : 2) mlp_kernel(const Mlp
     red[e] = sum;
   }
   __syncthreads();
-  float* xs = red + ng * MLP_SUBSETS * RO;  // [ng][R][8] new residual values
+  float* xs = red + 2 * MLP_SUBSETS * 16 * 8;  // [ng][R][8] new residual values
   if (tid < ng * RO) {
     const int gi = tid / RO, o = tid % RO, r = o / 8, col = (b + gi * MLP_NB) * 8 + o % 8;
     float y = 0.f;
@@ -332,85 +303,6 @@ __global__ void __launch_bounds__(MLP_THREADS, M16 ? 1 : 2) mlp_kernel(const Mlp
   if (tid < ng * R) {
     const int gi = tid / R, r = tid % R;
     reinterpret_cast<float2*>(p.g.stats_out)[(size_t)r * NSLOT + b + gi * MLP_NB] = ln_stats8(xs + gi * RO + r * 8);
-  }
-  if (!p.Wqkv) return;
-
-  // ---- the next block's qkv: wait for every block's residual slots, LN of the new residual stream, then the GEMV
-  // from the ring (its weights were requested behind the down-proj's). Fragment f = group j x 8 + chunk c of a stage
-  // goes to warp f % 12; per output: each warp's chunks in stage order, then the warps in order (no dependence on
-  // the row count). -------------------------------------------------------------------------------------------
-  grid_wait();
-  GemvParams pq = p.g;
-  pq.X = p.g.resid;
-  pq.stats = p.g.stats_out;
-  gemv_ln_prologue<D, MLP_CW + 1, (M16 ? 2 : 1)>(pq, act, st, R);
-  __syncthreads();
-  float* qred = reinterpret_cast<float*>(ring);  // [12 warps][MLP_QG][4][32], once every warp is past its MMAs
-  if (producer) {
-    if (lane == 0)
-      for (int i = nst_a; i < nst_all; ++i) {
-        mbar_wait(&empty[i % S], ((i / S) - 1) & 1);
-        issue(i);
-      }
-    __syncwarp();
-  } else {
-    const bool split = p.g.split != 0;
-    float acc[MLP_QG][4], acc2[MLP_QG][4];
-#pragma unroll
-    for (int j = 0; j < MLP_QG; ++j)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) acc[j][i] = acc2[j][i] = 0.f;
-#pragma unroll 1
-    for (int qs = 0; qs < MLP_Q_ST; ++qs) {
-      const int i = MLP_NST + qs, slot = i % S;
-      mbar_wait(&full[slot], (i / S) & 1);
-      const uint4* ws = reinterpret_cast<const uint4*>(ring + (size_t)slot * MLP_SLOT);
-#pragma unroll
-      for (int j = 0; j < MLP_QG; ++j) {
-#pragma unroll
-        for (int c = 0; c < MLP_Q_CPS; ++c) {
-          if ((j * MLP_Q_CPS + c) % MLP_CW != warp || j >= nq) continue;
-          const uint4 w = ws[(j * MLP_Q_CPS + c) * 32 + lane];
-          const int k = (qs * MLP_Q_CPS + c) * 32 + t4 * 8;
-          if constexpr (M16) {
-            uint4 a0, a1, l0, l1;
-            gemv_load_act<D, true>(pq, act, true, R, g, k, split, a0, a1, l0, l1);
-            mma_chunk(acc[j], a0, a1, w);
-            if (split) mma_chunk(acc2[j], l0, l1, w);
-          } else {
-            uint4 a0, a1;
-            gemv_act8<D>(pq, act, true, R, g, k, split, a0, a1);
-            mma_chunk(acc[j], a0, a1, w);
-          }
-        }
-      }
-      __syncwarp();
-      if (lane == 0) mbar_arrive(&empty[slot]);
-    }
-    mlp_consumer_sync();  // every warp is past its reads of the ring
-#pragma unroll
-    for (int j = 0; j < MLP_QG; ++j) {
-      if (M16 && split) {
-#pragma unroll
-        for (int i = 0; i < 4; ++i) acc[j][i] += acc2[j][i];
-      } else if (split) {
-        acc[j][0] += acc[j][2];
-        acc[j][1] += acc[j][3];
-        acc[j][2] = acc[j][3] = 0.f;
-      }
-#pragma unroll
-      for (int i = 0; i < 4; ++i) qred[((warp * MLP_QG + j) * 4 + i) * 32 + lane] = acc[j][i];
-    }
-    mlp_consumer_sync();
-    // the warps' partials summed in warp order, + the v bias, written as fp32 [R][QKV_LD]
-    for (int e = tid; e < nq * 128; e += MLP_CW * 32) {
-      const int j = e >> 7, i = (e >> 5) & 3, l = e & 31;
-      float sum = 0.f;
-#pragma unroll
-      for (int ww = 0; ww < MLP_CW; ++ww) sum += qred[((ww * MLP_QG + j) * 4 + i) * 32 + l];
-      const int row = (l >> 2) + ((i & 2) ? 8 : 0), col = (q0 + j) * 8 + (l & 3) * 2 + (i & 1);
-      if (row < R) p.qkv_out[(size_t)row * QKV_LD + col] = col >= 2 * D ? sum + bf(p.bqkv[col - 2 * D]) : sum;
-    }
   }
 }
 
