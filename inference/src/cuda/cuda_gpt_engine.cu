@@ -244,7 +244,7 @@ struct CudaGptEngine::Impl {
   bool mlp_on = false;
   float* mlp_part = nullptr;
   unsigned long long* mlp_ctr = nullptr;
-  int mlp_slots_env = 0, mlp_pre_env = -1, mlp_pf = 0;
+  int mlp_slots_env = 0, mlp_pre_env = -1;
   // Ring slots at r rows: 6 by default (leaves room for one block of the next kernel), fewer where they do not fit.
   int mlp_slots(int r) const {
     int n = mlp_slots_env > 0 ? std::min(mlp_slots_env, MLP_MAXSLOTS) : 6;
@@ -518,8 +518,6 @@ struct CudaGptEngine::Impl {
       for (int r = 1; r <= Rmax; ++r) m = std::max(m, mlp_smem(r, mlp_slots(r)));
       CF_CUDA(cudaFuncSetAttribute(mlp_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)m));
       CF_CUDA(cudaFuncSetAttribute(mlp_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)m));
-      CF_CUDA(cudaFuncSetAttribute(mlp_kernel<false, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)m));
-      CF_CUDA(cudaFuncSetAttribute(mlp_kernel<false, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)m));
     }
     GemvQkv::prepare();
     GemvOproj::prepare();
@@ -596,9 +594,8 @@ struct CudaGptEngine::Impl {
     return p;
   }
 
-  // next: the block after this one (its q/k/v weights are the next GEMV's; experiment CUBEFORGE_GPT_MLP_PF)
   void block_step(const LayerW& w, bf16* k_l, bf16* v_l, int T, int coff, int maxs, bool attn, const float* add2,
-                  float* save_y, const LayerW* next = nullptr) {
+                  float* save_y) {
     const bool pdl = opts.pdl;
     if (attn) {
       GemvParams q = base_params();
@@ -653,17 +650,8 @@ struct CudaGptEngine::Impl {
       m.nst = mlp_slots(R);
       m.pre = mlp_pre_env >= 0 ? std::min(mlp_pre_env, m.nst) : m.nst;
       m.spin_limit = 1ull << 24;
-      if (next && mlp_pf) {
-        m.pf = next->x_qkv;
-        m.pf_bytes = (unsigned long long)3 * D * D * 2;
-        m.pf_mode = mlp_pf;
-      }
       if (R > 8)
         launch(mlp_kernel<true>, dim3(MLP_NB), dim3(MLP_THREADS), mlp_smem(R, m.nst), stream, pdl, m);
-      else if (m.pf_mode == 1)
-        launch(mlp_kernel<false, 1>, dim3(MLP_NB), dim3(MLP_THREADS), mlp_smem(R, m.nst), stream, pdl, m);
-      else if (m.pf_mode == 2)
-        launch(mlp_kernel<false, 2>, dim3(MLP_NB), dim3(MLP_THREADS), mlp_smem(R, m.nst), stream, pdl, m);
       else
         launch(mlp_kernel<false>, dim3(MLP_NB), dim3(MLP_THREADS), mlp_smem(R, m.nst), stream, pdl, m);
       return;
@@ -864,8 +852,7 @@ struct CudaGptEngine::Impl {
     for (int l = 0; l < L; ++l) {
       const bool last = (l == L - 1);
       const float* add2 = (last && !k.step0 && !k.causal) ? sconst : nullptr;
-      const LayerW* next = l + 1 < L ? &layers[l + 1] : (k.step0 || k.causal) ? &single : nullptr;
-      block_step(layers[l], kc_layer(kc, l), kc_layer(vc, l), Tdual, s, maxs_dual, true, add2, nullptr, next);
+      block_step(layers[l], kc_layer(kc, l), kc_layer(vc, l), Tdual, s, maxs_dual, true, add2, nullptr);
     }
     const bool sattn = k.step0 || k.causal;
     single_now = true;
@@ -1113,7 +1100,6 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
       m.mlp_on = true;
       if (const char* sl = std::getenv("CUBEFORGE_GPT_MLP_SLOTS")) m.mlp_slots_env = std::atoi(sl);
       if (const char* pr = std::getenv("CUBEFORGE_GPT_MLP_PRE")) m.mlp_pre_env = std::atoi(pr);
-      if (const char* pf = std::getenv("CUBEFORGE_GPT_MLP_PF")) m.mlp_pf = std::atoi(pf);
       int occ = 0;
       CF_CUDA(cudaFuncSetAttribute(mlp_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    (int)mlp_smem(m.Rmax, m.mlp_slots(m.Rmax))));

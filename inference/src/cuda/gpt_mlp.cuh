@@ -39,22 +39,7 @@ struct MlpParams {
   int nst;                    // ring slots
   int pre;                    // stages requested before griddepcontrol.wait (<= nst)
   unsigned long long spin_limit;  // polls of the final wait before the kernel traps (a block never arrived)
-  // experiment (CUBEFORGE_GPT_MLP_PF): an L2 prefetch of the next GEMV's weights, pf_bytes from pf, each block its
-  // share; pf_mode 1: issued by the producer after its last stage, 2: after the grid-wide wait
-  const void* pf;
-  unsigned long long pf_bytes;
-  int pf_mode;
 };
-__device__ __forceinline__ void bulk_prefetch_l2(const void* src, unsigned bytes) {
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src), "r"(bytes) : "memory");
-}
-// This block's share of the prefetch (16-byte aligned pieces of at most 32 KB).
-__device__ __forceinline__ void mlp_prefetch(const MlpParams& p) {
-  const unsigned long long per = (p.pf_bytes / MLP_NB + 15) & ~15ull;
-  const unsigned long long b0 = per * blockIdx.x, b1 = min(p.pf_bytes, b0 + per);
-  for (unsigned long long o = b0; o < b1; o += 32768)
-    bulk_prefetch_l2(static_cast<const char*>(p.pf) + o, (unsigned)min(32768ull, b1 - o));
-}
 
 // Element offset of W_dn[n][k] (n < D, k < F) in the hidden-slice layout: block b = k / 48 holds its 48 columns as
 // D / 8 x 3 blocks of 8 rows x 16 columns (256 B, row-major), ordered (row group, k16 step), so a block's down-proj
@@ -89,7 +74,7 @@ __device__ __forceinline__ unsigned long long ld_acquire_u64(const unsigned long
 // M16: more than 8 rows (two MMAs per weight fragment, hi and lo parts apart); else the lo parts ride in MMA rows
 // 8..15. Per output the same sums in the same order either way, so 1 and 8 prompts stay bitwise identical.
 // At most 78 registers (two blocks' worth per SM): one GEMV block of the neighbouring kernels fits beside it.
-template <bool M16, int PF = 0>
+template <bool M16>
 __global__ void __launch_bounds__(MLP_THREADS, 2) mlp_kernel(const MlpParams p) {
   constexpr int AST = D + 32;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
@@ -157,8 +142,6 @@ __global__ void __launch_bounds__(MLP_THREADS, 2) mlp_kernel(const MlpParams p) 
         if (i >= S) mbar_wait(&empty[i % S], ((i / S) - 1) & 1);
         issue(i);
       }
-    if constexpr (PF == 1)
-      if (lane == 0) mlp_prefetch(p);
     __syncwarp();
   } else {
     const bool split = p.g.split != 0;
@@ -280,7 +263,6 @@ __global__ void __launch_bounds__(MLP_THREADS, 2) mlp_kernel(const MlpParams p) 
     while (ld_acquire_u64(p.ctr) < target)
       if (++n > p.spin_limit) __trap();
     arrival_acquire();
-    if constexpr (PF == 2) mlp_prefetch(p);
   }
   __syncthreads();
 
