@@ -116,12 +116,11 @@ struct Gemv1 : GemvInput<K, EPI != EPI_RESID> {
       occ = r == 1 ? o : std::min(occ, o);
     }
   }
-  // per_sm > 0: at most that many blocks per SM (a grid of nsm * per_sm)
-  static bool run(const GemvParams& p0, cudaStream_t s, bool pdl, int nsm, int per_sm = 0) {
+  static bool run(const GemvParams& p0, cudaStream_t s, bool pdl, int nsm) {
     // shared-memory items are bulk copies of whole 8-row groups of the blocked layout
     if (p0.R > 8 || occ < 1 || (NSM > 0 && (p0.N % NT || !p0.blocked))) return false;
     const int total = (p0.N + NT - 1) / NT * KSPLIT;
-    int grid = std::min(total, nsm * (per_sm > 0 ? std::min(occ, per_sm) : occ));
+    int grid = std::min(total, nsm * occ);
     grid -= grid % KSPLIT;
     if (grid < 1 || (long)grid * MAXT < total) return false;
     GemvParams p = p0;
@@ -141,10 +140,6 @@ struct Gemv1 : GemvInput<K, EPI != EPI_RESID> {
 // register items.
 using Gemv1Qkv = Gemv1<D, 1, 8, 1, EPI_QKV, 3>;
 using Gemv1QkvSm = Gemv1<D, 1, 8, 1, EPI_QKV, 3, 1>;
-// Experiment (CUBEFORGE_GPT_QKVFAT=1, one prompt): qkv on one 512-thread block per SM (4-5 items, 2 in registers,
-// 3 in shared memory; <= 64 registers), small enough to sit beside a fused-MLP block (4 ring slots) and request all
-// its weights before the MLP ends.
-using Gemv1QkvFat = Gemv1<D, 1, 16, 1, EPI_QKV, 5, 3>;
 using Gemv1Down = Gemv1<F, 1, 8, 4, EPI_RESID, 3>;  // 768 items (192 tiles x 4-way split-K) on 264 blocks
 // Session 8: gate/up as one round, 768 items of 16 outputs on 264 blocks: two in registers, the third (48 KB) in
 // shared memory (at R = 8: 110 KB per block, still two blocks per SM).
@@ -250,10 +245,9 @@ struct CudaGptEngine::Impl {
   float* mlp_part = nullptr;
   unsigned long long* mlp_ctr = nullptr;
   int mlp_slots_env = 0, mlp_pre_env = -1;
-  bool qkv_fat = false;  // experiment: Gemv1QkvFat at one prompt (CUBEFORGE_GPT_QKVFAT=1; the MLP takes 4 slots)
   // Ring slots at r rows: 6 by default (leaves room for one block of the next kernel), fewer where they do not fit.
   int mlp_slots(int r) const {
-    int n = mlp_slots_env > 0 ? std::min(mlp_slots_env, MLP_MAXSLOTS) : qkv_fat ? 4 : 6;
+    int n = mlp_slots_env > 0 ? std::min(mlp_slots_env, MLP_MAXSLOTS) : 6;
     while (n > 2 && mlp_smem(r, n) > (size_t)smem_optin) --n;
     return n;
   }
@@ -532,7 +526,6 @@ struct CudaGptEngine::Impl {
     GemvLm::prepare();
     Gemv1Qkv::prepare();
     Gemv1QkvSm::prepare();
-    Gemv1QkvFat::prepare();
     Gemv1Down::prepare();
     Gemv1GateUp::prepare();
   }
@@ -613,8 +606,7 @@ struct CudaGptEngine::Impl {
       q.out_f = qkv;
       q.ld_out = QKV_LD;
       q.tl = tl_slot(single_now ? "s.qkv" : "qkv");
-      const bool fat = qkv_fat && R <= 2 && Gemv1QkvFat::run(q, stream, pdl, nsm, 1);
-      if (!fat && !(R <= 2 ? Gemv1QkvSm::run(q, stream, pdl, nsm) : Gemv1Qkv::run(q, stream, pdl, nsm)))
+      if (!(R <= 2 ? Gemv1QkvSm::run(q, stream, pdl, nsm) : Gemv1Qkv::run(q, stream, pdl, nsm)))
         GemvQkv::run(q, stream, pdl, nsm);
       AttnParams a = {};
       a.qkv = qkv;
@@ -1108,7 +1100,6 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
       m.mlp_on = true;
       if (const char* sl = std::getenv("CUBEFORGE_GPT_MLP_SLOTS")) m.mlp_slots_env = std::atoi(sl);
       if (const char* pr = std::getenv("CUBEFORGE_GPT_MLP_PRE")) m.mlp_pre_env = std::atoi(pr);
-      if (const char* qf = std::getenv("CUBEFORGE_GPT_QKVFAT")) m.qkv_fat = std::string(qf) == "1";
       int occ = 0;
       CF_CUDA(cudaFuncSetAttribute(mlp_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    (int)mlp_smem(m.Rmax, m.mlp_slots(m.Rmax))));
