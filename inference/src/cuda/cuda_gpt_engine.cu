@@ -516,8 +516,9 @@ struct CudaGptEngine::Impl {
       CF_CUDA(cudaMemset(mlp_ctr, 0, sizeof(unsigned long long)));
       size_t m = 0;
       for (int r = 1; r <= Rmax; ++r) m = std::max(m, mlp_smem(r, mlp_slots(r)));
-      CF_CUDA(cudaFuncSetAttribute(mlp_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)m));
-      CF_CUDA(cudaFuncSetAttribute(mlp_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)m));
+      CF_CUDA(cudaFuncSetAttribute(mlp_kernel<false, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)m));
+      CF_CUDA(cudaFuncSetAttribute(mlp_kernel<false, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)m));
+      CF_CUDA(cudaFuncSetAttribute(mlp_kernel<true, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)m));
     }
     GemvQkv::prepare();
     GemvOproj::prepare();
@@ -651,9 +652,11 @@ struct CudaGptEngine::Impl {
       m.pre = mlp_pre_env >= 0 ? std::min(mlp_pre_env, m.nst) : m.nst;
       m.spin_limit = 1ull << 24;
       if (R > 8)
-        launch(mlp_kernel<true>, dim3(MLP_NB), dim3(MLP_THREADS), mlp_smem(R, m.nst), stream, pdl, m);
+        launch(mlp_kernel<true, true>, dim3(MLP_NB), dim3(MLP_THREADS), mlp_smem(R, m.nst), stream, pdl, m);
+      else if (R > 2)
+        launch(mlp_kernel<false, true>, dim3(MLP_NB), dim3(MLP_THREADS), mlp_smem(R, m.nst), stream, pdl, m);
       else
-        launch(mlp_kernel<false>, dim3(MLP_NB), dim3(MLP_THREADS), mlp_smem(R, m.nst), stream, pdl, m);
+        launch(mlp_kernel<false, false>, dim3(MLP_NB), dim3(MLP_THREADS), mlp_smem(R, m.nst), stream, pdl, m);
       return;
     }
     GemvParams g = base_params();
@@ -1101,9 +1104,9 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
       if (const char* sl = std::getenv("CUBEFORGE_GPT_MLP_SLOTS")) m.mlp_slots_env = std::atoi(sl);
       if (const char* pr = std::getenv("CUBEFORGE_GPT_MLP_PRE")) m.mlp_pre_env = std::atoi(pr);
       int occ = 0;
-      CF_CUDA(cudaFuncSetAttribute(mlp_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+      CF_CUDA(cudaFuncSetAttribute(mlp_kernel<true, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    (int)mlp_smem(m.Rmax, m.mlp_slots(m.Rmax))));
-      CF_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, mlp_kernel<false>, MLP_THREADS,
+      CF_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, mlp_kernel<true, true>, MLP_THREADS,
                                                             mlp_smem(m.Rmax, m.mlp_slots(m.Rmax))));
       if (occ < 1) m.mlp_on = false;
       if (opts.verbose)
