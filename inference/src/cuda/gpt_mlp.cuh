@@ -7,21 +7,16 @@
 // the whole K, so there is no cross-warp reduction). docs/cuda-gpt.md ("Session 13") has the measurements.
 #pragma once
 #include "gpt_gemv.cuh"
+#include "gpt_mlp_layout.h"
 
 namespace cubeforge::cuda::detail {
 
-constexpr int MLP_HS = 48;                         // hidden units per block
-constexpr int MLP_NB = F / MLP_HS;                 // 128 blocks, all resident at once (the final sum waits for all)
-constexpr int MLP_CW = 12;                         // consumer warps: one gate/up 8-row group each
+static_assert(MLP_D == D && MLP_F == F, "the MLP tiling assumes the engine's widths");
 constexpr int MLP_THREADS = (MLP_CW + 1) * 32;     // + the producer warp
 constexpr int MLP_GU_CPS = 4;                      // 32-column chunks per gate/up stage
 constexpr int MLP_GU_ST = D / 32 / MLP_GU_CPS;     // 12 gate/up stages of 24 KB
-constexpr int MLP_KS = MLP_HS / 16;                // k16 steps of the down-proj
-constexpr int MLP_DN_GPS = 2 * MLP_CW;             // output groups (8 rows) per down-proj stage, 2 per warp
-constexpr int MLP_DN_ST = D / 8 / MLP_DN_GPS;      // 8 down-proj stages of 18 KB
 constexpr int MLP_NST = MLP_GU_ST + MLP_DN_ST;     // stages per block
 constexpr int MLP_SLOT = MLP_CW * MLP_GU_CPS * 512;         // bytes per ring slot (a gate/up stage)
-constexpr int MLP_DN_BYTES = MLP_DN_GPS * MLP_KS * 256;     // bytes of a down-proj stage
 constexpr int MLP_MAXSLOTS = 16;
 constexpr int MLP_SUBSETS = 8;                     // partials summed in 8 interleaved subsets, then those in order
 constexpr int MLP_HST = MLP_HS + 8;                // row stride of the hidden activations in shared memory (bf16)
@@ -41,14 +36,7 @@ struct MlpParams {
   unsigned long long spin_limit;  // polls of the final wait before the kernel traps (a block never arrived)
 };
 
-// Element offset of W_dn[n][k] (n < D, k < F) in the hidden-slice layout: block b = k / 48 holds its 48 columns as
-// D / 8 x 3 blocks of 8 rows x 16 columns (256 B, row-major), ordered (row group, k16 step), so a block's down-proj
-// weights are one contiguous range in consumption order and a lane's MMA B fragment is 8 contiguous bytes.
-__host__ __device__ inline size_t mlp_dn_off(long n, long k) {
-  const long b = k / MLP_HS, t = (k % MLP_HS) / 16, c = k % 16;
-  return ((size_t)(b * (D / 8) + n / 8) * MLP_KS + t) * 128 + (n % 8) * 16 + c;
-}
-// Load-time conversion of the fp32 down-proj [D][F] into that layout.
+// Load-time conversion of the fp32 down-proj [D][F] into the hidden-slice layout (mlp_dn_off).
 __global__ void convert_mlp_down_kernel(const float* src, bf16* dst) {
   const long n = (long)D * F;
   for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x)
@@ -94,7 +82,7 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
   const bool producer = warp == MLP_CW;
   const uint64_t pol = policy_evict_first();
   const bf16* gu_src = p.Wgu + (size_t)b * (2 * MLP_HS / 8) * (D / 32) * 256;  // 12 groups x 48 chunks x 512 B
-  const bf16* dn_src = p.Wdn + (size_t)b * (D / 8) * MLP_KS * 128;
+  const bf16* dn_src = p.Wdn + mlp_dn_stage(b, 0);  // stage j at + j MLP_DN_BYTES / 2 elements (mlp_dn_stage)
   // Stage i into its slot: a gate/up stage is 4 chunks of each of the 12 groups (12 copies of 2 KB), a down-proj
   // stage 24 output groups x 3 k16 steps (one copy of 18 KB).
   auto issue = [&](int i) {
@@ -108,7 +96,7 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
                       MLP_GU_CPS * 512, &full[slot], pol);
     } else {
       mbar_expect_tx(&full[slot], MLP_DN_BYTES);
-      bulk_g2s_hint(dst, dn_src + (size_t)(i - MLP_GU_ST) * MLP_DN_GPS * MLP_KS * 128, MLP_DN_BYTES, &full[slot], pol);
+      bulk_g2s_hint(dst, dn_src + (size_t)(i - MLP_GU_ST) * (MLP_DN_BYTES / 2), MLP_DN_BYTES, &full[slot], pol);
     }
   };
   if (producer && lane == 0) {
