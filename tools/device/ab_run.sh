@@ -7,7 +7,7 @@
 # CUBEFORGE_GPT_OGU / CUBEFORGE_GPT_DNCL, AB_VALUES="1 0").
 # Carry the standalone binaries' folders (tools/device/build_cuda_gpt.sh DIR).
 # Usage (device tool, repo root):
-#   BIN=.devcarry/s10/cubeforge-gen AB_ENV=CUBEFORGE_GPT_STEP AB_VALUES="1 0" \
+#   BIN=.devcarry/s13/cubeforge-gen AB_ENV=CUBEFORGE_GPT_MLP AB_VALUES="1 0" \
 #     STAGES=smoke,ab,tl,check,bench,memcheck bash tools/device/ab_run.sh
 #   AB_BINS=".devcarry/new/cubeforge-gen .devcarry/base/cubeforge-gen" STAGES=smoke,digest,ab,tl,check,bench,memcheck \
 #     bash tools/device/ab_run.sh
@@ -18,7 +18,7 @@ set -uo pipefail
 . tools/device/common.sh
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 BIN=${BIN:-.devcarry/s10/cubeforge-gen}
-AB_ENV=${AB_ENV:-CUBEFORGE_GPT_STEP}
+AB_ENV=${AB_ENV:-CUBEFORGE_GPT_MLP}
 AB_VALUES=${AB_VALUES:-1 0}
 if [ -n "${AB_BINS:-}" ]; then AB_VALUES=$AB_BINS; fi
 STAGES=${STAGES:-smoke,ab,tl,check}

@@ -16,7 +16,6 @@
 #include "cublas_check.h"
 #include "gpt_generic.h"
 #include "gpt_kernels.cuh"
-#include "gpt_step_kernel.cuh"
 #include "token_stream.h"
 
 namespace cubeforge::cuda {
@@ -219,23 +218,6 @@ struct CudaGptEngine::Impl {
   bool step0_now = false;   // enqueue_step of step 0 (its kernels do not name the graph's timeline slots)
   bool single_now = false;  // enqueue_step is in the single block (timeline names)
   int kseq_graph = 0;       // kernels of a graph step (timeline)
-
-  // Fused decode step (gpt_step_kernel.cuh): one persistent kernel per decode step for R <= SK_RMAX rows (steps
-  // after step 0). Opt-in (CUBEFORGE_GPT_STEP=1): measured slower than the per-kernel path (session 9: 1.14 vs
-  // 0.98 ms, docs/cuda-gpt.md). CUBEFORGE_GPT_STEP_TL=1 prints per-phase times; the knobs below are read at load.
-  bool sk_on = false;
-  SkPhase* sk_ph[2] = {nullptr, nullptr};  // phase tables: reference single block, causal single block
-  std::vector<SkPhase> sk_host[2];
-  unsigned* sk_counter = nullptr;
-  int sk_amaxs = 0;          // attention splits of SK_ACH keys per (row, head)
-  float* sk_apart = nullptr;
-  float* sk_val = nullptr;
-  int* sk_idx = nullptr;
-  unsigned long long* sk_tl = nullptr;
-  unsigned long long sk_spin = 1ull << 22;  // polls of a phase wait before the kernel traps (a block never arrived)
-  int sk_nst_force = 0;  // CUBEFORGE_GPT_STEP_NST: at most this many ring stages
-  int sk_diag = 0;       // CUBEFORGE_GPT_STEP_DIAG (timing only, wrong outputs): 1 barriers only, 2 no waits
-  int sk_infl = 3;       // CUBEFORGE_GPT_STEP_INFL: at most this many bulk copies in flight per block (0: the ring)
 
   // Fused MLP (gpt_mlp.cuh, session 13): LN + gate/up + SwiGLU + down-proj in one launch per block, split along the
   // hidden units; the default where all its 128 blocks fit on the GPU at once (CUBEFORGE_GPT_MLP=0: the gate/up and
@@ -679,171 +661,7 @@ struct CudaGptEngine::Impl {
     if (!Gemv1Down::run(d, stream, pdl, nsm)) GemvDown::run(d, stream, pdl, nsm);
   }
 
-  // ---- fused decode step (gpt_step_kernel.cuh) --------------------------------------------------------------
-  // The phases of one decode step in order (must match enqueue_step's kernels): per dual block qkv, attention,
-  // o-proj, gate/up, down; the single block (attention only in causal mode); lm_head. off rotates by the earlier
-  // phases' tiles so every block's share of the step's bytes is even.
-  std::vector<SkPhase> sk_build(bool causal) const {
-    std::vector<SkPhase> v;
-    int off = 0;
-    auto gemv = [&](int kind, const bf16* W, int K, int ntile, int N, const bf16* bias, const float* add2) {
-      SkPhase ph = {};
-      ph.kind = kind;
-      ph.W = W;
-      ph.K = K;
-      ph.ntile = ntile;
-      ph.tiles = N / (8 * ntile);
-      ph.off = off;
-      ph.bias = bias;
-      ph.add2 = add2;
-      off = (off + ph.tiles) % nsm;
-      v.push_back(ph);
-    };
-    auto attn = [&](const LayerW& w, bf16* k_l, bf16* v_l, int T, int coff) {
-      SkPhase ph = {};
-      ph.kind = SK_ATTN;
-      ph.kc = k_l;
-      ph.vc = v_l;
-      ph.qn = w.x_qn;
-      ph.kn = w.x_kn;
-      ph.T = T;
-      ph.coff = coff;
-      v.push_back(ph);
-    };
-    auto block = [&](const LayerW& w, bf16* k_l, bf16* v_l, int T, int coff, bool with_attn, const float* add2) {
-      if (with_attn) {
-        gemv(SK_QKV, w.x_qkv, D, 1, 3 * D, w.x_vb, nullptr);
-        attn(w, k_l, v_l, T, coff);
-        gemv(SK_OPROJ, w.x_o, D, 1, D, w.x_ob, nullptr);
-      }
-      gemv(SK_GATEUP, w.x_gu, D, 2, 2 * F, w.x_gub, nullptr);
-      gemv(SK_DOWN, w.x_dn, F, 1, D, w.x_dnb, add2);
-    };
-    for (int l = 0; l < L; ++l)
-      block(layers[l], kc_layer(kc, l), kc_layer(vc, l), Tdual, s, true, (l == L - 1 && !causal) ? sconst : nullptr);
-    block(single, skc, svc, N, 0, causal, nullptr);
-    gemv(SK_LM, lm, D, 1, Vs, nullptr, nullptr);
-    return v;
-  }
-
-  // After alloc_buffers: on a GPU with bulk copies (sm_90) and enough shared memory, the phase tables and the
-  // kernel's shared-memory size (the ring gets what the staged inputs leave).
-  void sk_setup(int cc_major) {
-    const char* env = std::getenv("CUBEFORGE_GPT_STEP");
-    if (!env || std::string(env) != "1" || cc_major < 9 || !blocked || !split_dec || diag_l2w || diag_no_attn ||
-        mlp_on)
-      return;
-    const int rs = std::min(Rmax, SK_RMAX);
-    sk_amaxs = (std::max(Tdual, N) + SK_ACH - 1) / SK_ACH;
-    if (sk_amaxs > SK_MAXSPLIT) return;  // sequences beyond ~1500 slots: the per-kernel path
-    if ((size_t)smem_optin < sk_smem_for(rs, 4)) return;
-    CF_CUDA(cudaFuncSetAttribute(step_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_optin));
-    for (int c = 0; c < 2; ++c) {
-      sk_host[c] = sk_build(c == 1);
-      sk_ph[c] = dalloc<SkPhase>(sk_host[c].size());
-      CF_CUDA(cudaMemcpy(sk_ph[c], sk_host[c].data(), sk_host[c].size() * sizeof(SkPhase), cudaMemcpyHostToDevice));
-    }
-    sk_apart = dalloc<float>((size_t)rs * H * sk_amaxs * (HD + 2));
-    sk_counter = dalloc<unsigned>(1);
-    CF_CUDA(cudaMemset(sk_counter, 0, sizeof(unsigned)));
-    sk_val = dalloc<float>((size_t)MAXP * nsm);
-    sk_idx = dalloc<int>((size_t)MAXP * nsm);
-    if (const char* sp = std::getenv("CUBEFORGE_GPT_STEP_SPIN")) sk_spin = std::strtoull(sp, nullptr, 10);
-    if (const char* ns = std::getenv("CUBEFORGE_GPT_STEP_NST")) sk_nst_force = std::max(2, std::atoi(ns));
-    if (const char* fl = std::getenv("CUBEFORGE_GPT_STEP_INFL")) sk_infl = std::max(0, std::atoi(fl));
-    if (const char* dg = std::getenv("CUBEFORGE_GPT_STEP_DIAG")) sk_diag = std::atoi(dg) & 3;
-    const char* tl_env = std::getenv("CUBEFORGE_GPT_STEP_TL");
-    if (tl_env && std::string(tl_env) == "1") {
-      sk_tl = dalloc<unsigned long long>(4 * sk_host[1].size() + 1);
-      CF_CUDA(cudaMemset(sk_tl, 0, (4 * sk_host[1].size() + 1) * sizeof(unsigned long long)));
-    }
-    sk_on = true;
-  }
-  bool sk_use(const StepKind& k) const { return sk_on && !k.step0 && R <= SK_RMAX; }
-  // Shared memory of the fused step at r rows with nst ring stages; the ring gets what the staged inputs leave.
-  static size_t sk_fixed() {
-    return (size_t)SK_NW * 3 * HD * 4 + (size_t)2 * SK_NW * 32 * 2 * 4 + (size_t)SK_NW * MAXP * 8 + 64 + 128 +
-           (size_t)SK_MAXST * 4 + 16;
-  }
-  static size_t sk_act(int r) { return (size_t)2 * r * (F + 32) * 2; }
-  static size_t sk_smem_for(int r, int nst) { return (size_t)nst * (SK_STAGE + 16) + sk_fixed() + sk_act(r); }
-  int sk_stages_for(int r) const {
-    return (int)std::min<size_t>(SK_MAXST, ((size_t)smem_optin - sk_fixed() - sk_act(r)) / (SK_STAGE + 16));
-  }
-
-  void sk_enqueue(const StepKind& k) {
-    const int c = k.causal ? 1 : 0;
-    SkParams q = {};
-    q.ph = sk_ph[c];
-    q.nph = (int)sk_host[c].size();
-    q.R = R;
-    q.nst = sk_stages_for(R);
-    if (sk_nst_force > 0) q.nst = std::min(q.nst, sk_nst_force);
-    q.infl = sk_infl;
-    q.diag = sk_diag;
-    q.amaxs = sk_amaxs;
-    q.eps = cfg.eps;
-    q.tail = k.topp ? 0 : 1;
-    q.counter = sk_counter;
-    q.x = x;
-    q.stats = stats;
-    q.qkv = qkv;
-    q.att = att;
-    q.att_lo = att_lo;
-    q.hbuf = hbuf;
-    q.hbuf_lo = hbuf_lo;
-    q.rope = rope;
-    q.apart = sk_apart;
-    q.acnt = acnt;
-    q.ctl = ctl;
-    q.dyn = dyn;
-    q.guided = guided;
-    q.raw = raw;
-    q.lm_val = sk_val;
-    q.lm_idx = sk_idx;
-    q.wte = wte;
-    q.tokens = tokens;
-    q.host_tokens = h_tokens_dev;
-    q.tl = sk_tl;
-    q.spin_limit = sk_spin;
-    launch(step_kernel, dim3(nsm), dim3(SK_THREADS), sk_smem_for(R, q.nst), stream, false, q);
-    if (k.topp) {
-      ToppParams t = {ctl, dyn, guided, wte, x, stats, tokens, h_tokens_dev};
-      launch(topp_kernel, dim3(P), dim3(TOPP_THREADS), 0, stream, false, t);
-    }
-  }
-
-  // Per-phase-kind time of the last fused step (block 0's view: from passing one phase's wait to the next).
-  void sk_report(bool causal) {
-    if (!sk_tl) return;
-    const std::vector<SkPhase>& v = sk_host[causal ? 1 : 0];
-    std::vector<unsigned long long> t(4 * v.size() + 1);
-    CF_CUDA(cudaStreamSynchronize(stream));
-    CF_CUDA(cudaMemcpy(t.data(), sk_tl, t.size() * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
-    const char* names[6] = {"qkv", "attention", "o-proj", "gate/up", "down", "lm_head"};
-    double part[6][5] = {};  // input, warp 0's work, the other warps after it, wait for the other blocks, whole
-    int cnt[6] = {0, 0, 0, 0, 0, 0};
-    for (size_t i = 0; i < v.size(); ++i) {
-      const unsigned long long* q = t.data() + 4 * i;
-      const double d[5] = {(q[1] - q[0]) / 1e3, (q[2] - q[1]) / 1e3, (q[3] - q[2]) / 1e3, (q[4] - q[3]) / 1e3,
-                           (q[4] - q[0]) / 1e3};
-      for (int k = 0; k < 5; ++k) part[v[i].kind][k] += d[k];
-      ++cnt[v[i].kind];
-    }
-    std::printf("fused step timeline (one step, block 0, us per phase: input + warp 0 + other warps + wait for the "
-                "other blocks): total %.1f;", (t.back() - t[0]) / 1000.0);
-    for (int k = 0; k < 6; ++k)
-      if (cnt[k])
-        std::printf(" %s %.2f = %.2f + %.2f + %.2f + %.2f x %d;", names[k], part[k][4] / cnt[k], part[k][0] / cnt[k],
-                    part[k][1] / cnt[k], part[k][2] / cnt[k], part[k][3] / cnt[k], cnt[k]);
-    std::printf("\n");
-  }
-
   void enqueue_step(const StepKind& k) {
-    if (sk_use(k)) {
-      sk_enqueue(k);
-      return;
-    }
     const bool pdl = opts.pdl;
     kseq = 0;
     single_now = false;
@@ -1118,14 +936,7 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
   const double t0 = now_ms();
   m.load(weights);
   m.alloc_buffers();
-  m.sk_setup(prop.major);
   CF_CUDA(cudaDeviceSynchronize());  // legacy-stream memsets/copies of alloc_buffers() complete before any kernel
-  if (opts.verbose && m.sk_on) {
-    const int rs = std::min(m.Rmax, SK_RMAX), nst = m.sk_stages_for(rs);
-    std::fprintf(stderr, "cubeforge cuda: decode step: fused (one kernel per step for <= %d rows, %d ring stages of "
-                         "12 KB per SM at %d rows, %zu KB of shared memory)\n",
-                 SK_RMAX, nst, rs, Impl::sk_smem_for(rs, nst) >> 10);
-  }
   if (opts.verbose)
     std::fprintf(stderr,
                  "cubeforge cuda: %s: weights %.2f GiB (bf16 arena, wte fp32), KV cache %.2f GiB for %d rows, "
@@ -1190,7 +1001,6 @@ std::vector<int32_t> CudaGptEngine::generate(const GenerateOptions& o, GenerateS
   std::vector<int32_t> out((size_t)m.P * m.N);
   for (size_t i = 0; i < out.size(); ++i) out[i] = m.h_tokens[i];
   if (m.diag_tl && o.use_graph && !topp) m.timeline_report(causal);
-  if (m.sk_tl && m.R <= SK_RMAX) m.sk_report(causal);
   return out;
 }
 

@@ -57,7 +57,7 @@ __device__ __forceinline__ uint64_t policy_evict_first() {
 }
 
 // ---- bulk copies (the copy engine, no registers) completing on shared-memory mbarriers ---------------------------
-// Used by the one-round GEMVs' shared-memory weight items and the fused step's ring (gpt_step_kernel.cuh).
+// Used by the one-round GEMVs' shared-memory weight items and the fused MLP's ring (gpt_mlp.cuh).
 __device__ __forceinline__ uint32_t smem_u32(const void* ptr) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(ptr));
 }
