@@ -903,8 +903,8 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
   m.diag_l2w = (opts.variant & kVarL2Weights) != 0;   // diagnostics, timing only: every GEMV reads the same 2 MB
   m.diag_tl = (opts.variant & kVarTimeline) != 0;
   if (opts.verbose)
-    std::fprintf(stderr, "cubeforge cuda: decode GEMVs: one-round qkv / gate-up / down-proj at <= 8 rows, persistent "
-                         "otherwise; %s weights, activations %s; L2 %d MB%s%s\n",
+    std::fprintf(stderr, "cubeforge cuda: decode GEMVs: one-round qkv (and gate-up / down-proj where the MLP is not "
+                         "fused) at <= 8 rows, persistent otherwise; %s weights, activations %s; L2 %d MB%s%s\n",
                  m.blocked ? "blocked" : "row-major", m.split_dec ? "bf16 hi + lo" : "bf16 only",
                  prop.l2CacheSize >> 20, m.diag_no_attn ? "; DIAGNOSTIC: no attention (wrong outputs)" : "",
                  m.diag_l2w ? "; DIAGNOSTIC: weights from one 2 MB L2-resident range (wrong outputs)" : "");
