@@ -234,15 +234,6 @@ struct CudaGptEngine::Impl {
     return n;
   }
 
-  // O-proj by head (gpt_oproj.cuh, session 14): the default where all its 192 blocks fit on the GPU at once
-  // (CUBEFORGE_GPT_OPROJ=0: the o-proj GEMV after the whole attention grid).
-  bool oph_on = false;
-  float* oph_part = nullptr;
-  unsigned long long* oph_ctr = nullptr;
-  unsigned* oph_hdone = nullptr;
-  int oph_mode = 0;  // measurement knob CUBEFORGE_GPT_OPROJ_MODE: bit 0 wait for the attention grid, bit 1 the
-                     // attention combines (no defer), bit 2 hdone arrivals as membar.gl + atomic
-
   int R = 0, P = 0;
   bool cfg_on = false, prefilled = false;
   int tf_step = 0;
@@ -511,13 +502,6 @@ struct CudaGptEngine::Impl {
       CF_CUDA(cudaFuncSetAttribute(mlp_kernel<false, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)m));
       CF_CUDA(cudaFuncSetAttribute(mlp_kernel<true, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)m));
     }
-    if (oph_on) {
-      oph_part = dalloc<float>((size_t)H * Rmax * D);
-      oph_ctr = dalloc<unsigned long long>(1);
-      oph_hdone = dalloc<unsigned>(H);
-      CF_CUDA(cudaMemset(oph_ctr, 0, sizeof(unsigned long long)));
-      CF_CUDA(cudaMemset(oph_hdone, 0, H * sizeof(unsigned)));
-    }
     GemvQkv::prepare();
     GemvOproj::prepare();
     GemvGateUp::prepare();
@@ -623,9 +607,6 @@ struct CudaGptEngine::Impl {
       a.out = att;
       a.out_lo = att_lo;
       a.maxs = maxs;
-      a.hdone = oph_on ? oph_hdone : nullptr;
-      a.defer = oph_on && !(oph_mode & 2);
-      a.hdone_fence = (oph_mode & 4) ? 1 : 0;
       a.tl = tl_slot(single_now ? "s.attn" : "attn");
       if (!diag_no_attn) launch(attn_decode_kernel, dim3(maxs, H, R), dim3(128), 0, stream, pdl, a);
       GemvParams o = base_params();
@@ -636,27 +617,7 @@ struct CudaGptEngine::Impl {
       o.bias = w.x_ob;
       o.save_y = save_y;
       o.tl = tl_slot(single_now ? "s.oproj" : "oproj");
-      if (oph_on) {
-        OprojHeadParams oh = {};
-        oh.g = o;
-        oh.hdone = oph_hdone;
-        oh.part = oph_part;
-        oh.ctr = oph_ctr;
-        oh.spin_limit = 1ull << 24;
-        oh.defer = a.defer;
-        oh.apart = apart;
-        oh.maxs = maxs;
-        oh.coff = coff;
-        oh.slot0_only = a.slot0_only;
-        oh.dyn = dyn;
-        oh.wait_attn = oph_mode & 1;
-        if (R > 8)
-          launch(oproj_head_kernel<true>, dim3(OPH_NB), dim3(OPH_THREADS), 0, stream, pdl, oh);
-        else
-          launch(oproj_head_kernel<false>, dim3(OPH_NB), dim3(OPH_THREADS), 0, stream, pdl, oh);
-      } else {
-        GemvOproj::run(o, stream, pdl, nsm);
-      }
+      GemvOproj::run(o, stream, pdl, nsm);
     }
     if (mlp_on) {
       MlpParams m = {};
@@ -971,16 +932,6 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
                      m.mlp_on ? "on" : "off (does not fit)", MLP_NB, m.mlp_slots(std::min(m.Rmax, 2)),
                      MLP_SLOT >> 10, std::min(m.Rmax, 2));
     }
-  }
-  if (const char* oe = std::getenv("CUBEFORGE_GPT_OPROJ"); !oe || std::string(oe) != "0") {
-    // every block must be resident at once (the final sum waits for all); the head wait needs the attention kernels
-    int occ = 0;
-    CF_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, oproj_head_kernel<true>, OPH_THREADS, 0));
-    m.oph_on = prop.major >= 9 && m.blocked && !m.diag_l2w && !m.diag_no_attn && occ * m.nsm >= OPH_NB;
-    if (const char* om = std::getenv("CUBEFORGE_GPT_OPROJ_MODE")) m.oph_mode = std::atoi(om);
-    if (opts.verbose)
-      std::fprintf(stderr, "cubeforge cuda: o-proj by head %s (%d blocks)\n",
-                   m.oph_on ? "on" : "off (not available on this GPU/configuration)", OPH_NB);
   }
   const double t0 = now_ms();
   m.load(weights);

@@ -1,6 +1,5 @@
 // Decode attention (flash-decoding over the valid prefix): q/k RMSNorm + RoPE, the KV write of the current position,
-// split softmax per 32-key block and the last block's combine into the hi/lo output rows (with the per-head count
-// the o-proj by head waits on).
+// split softmax per 32-key block and the last block's combine into the hi/lo output rows.
 #pragma once
 #include "gpt_device.cuh"
 
@@ -23,81 +22,9 @@ struct AttnParams {
   bf16* out;           // [R][D] hi part
   bf16* out_lo;        // [R][D] lo part
   int maxs;
-  unsigned* hdone;     // or null: [H] per-head arrivals oproj_head_kernel waits for: +1 per (row, head) output, or
-                       // with defer +1 per split block
-  int defer;           // 1: no combine here; every split block writes its partial and arrives (the o-proj combines)
-  int hdone_fence;     // measurement knob: the hdone arrival as membar.gl + atomic instead of red.release.gpu
   unsigned long long* tl;  // diagnostics only: timeline stamps (TlStamp) or null
 };
 constexpr int ATT_MAXSPLIT = 128;  // splits per (row, head) the combine's shared arrays hold (host-checked)
-
-// An arrival on the head's count for oproj_head_kernel after the block's writes (block-uniform call; one release by
-// one thread after the barrier, see the lm_head tail).
-__device__ __forceinline__ void attn_head_done(unsigned* hdone, int h, int fence) {
-  if (!hdone) return;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    if (fence) {
-      arrival_release();
-      atomicAdd(&hdone[h], 1u);
-    } else {
-      asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(&hdone[h]) : "memory");
-    }
-  }
-}
-
-// The softmax partials (o[HD], m, l) of one head for rows r0 .. r0 + nr - 1 (nr <= 2; cm, cl: nr x ATT_MAXSPLIT
-// floats of shared memory), combined for dimension tid of 128 threads: the splits' (m, l) to shared memory in one parallel load, each thread's o values 16 splits at a time
-// (both rows' loads in flight together), then in split order the max and the rescaled sums (session 7). The same
-// operations per row for any nr and any caller, so an output does not depend on the row count or on which kernel
-// combined it. Starts and ends with a block barrier.
-__device__ inline void attn_combine(const float* part, int maxs, int h, int r0, int nr, int nsplit, float* cm,
-                                    float* cl, float (&out)[2]) {
-  const int tid = threadIdx.x;
-  const float* parts[2];
-  __syncthreads();
-#pragma unroll
-  for (int q = 0; q < 2; ++q) {
-    parts[q] = part + (size_t)((r0 + (q < nr ? q : 0)) * H + h) * maxs * (HD + 2);
-    if (q < nr)
-      for (int s = tid; s < nsplit; s += 128) {
-        cm[q * ATT_MAXSPLIT + s] = __ldcg(parts[q] + s * (HD + 2) + HD);
-        cl[q * ATT_MAXSPLIT + s] = __ldcg(parts[q] + s * (HD + 2) + HD + 1);
-      }
-  }
-  float ov[2][16];
-#pragma unroll
-  for (int q = 0; q < 2; ++q)
-#pragma unroll
-    for (int i = 0; i < 16; ++i) ov[q][i] = (q < nr && i < nsplit) ? __ldcg(parts[q] + i * (HD + 2) + tid) : 0.f;
-  __syncthreads();
-  float M[2] = {-INFINITY, -INFINITY}, Ls[2] = {0.f, 0.f}, O[2] = {0.f, 0.f};
-#pragma unroll
-  for (int q = 0; q < 2; ++q)
-    if (q < nr)
-      for (int s = 0; s < nsplit; ++s) M[q] = fmaxf(M[q], cm[q * ATT_MAXSPLIT + s]);
-  for (int s0 = 0; s0 < nsplit; s0 += 16) {
-    if (s0 > 0) {
-#pragma unroll
-      for (int q = 0; q < 2; ++q)
-#pragma unroll
-        for (int i = 0; i < 16; ++i)
-          ov[q][i] = (q < nr && s0 + i < nsplit) ? __ldcg(parts[q] + (s0 + i) * (HD + 2) + tid) : 0.f;
-    }
-#pragma unroll
-    for (int q = 0; q < 2; ++q)
-#pragma unroll
-      for (int i = 0; i < 16; ++i)
-        if (q < nr && s0 + i < nsplit) {
-          const float f = __expf(cm[q * ATT_MAXSPLIT + s0 + i] - M[q]);
-          Ls[q] += cl[q * ATT_MAXSPLIT + s0 + i] * f;
-          O[q] += ov[q][i] * f;
-        }
-  }
-  out[0] = O[0] / Ls[0];
-  out[1] = O[1] / Ls[1];
-  __syncthreads();
-}
 
 __device__ inline float block128_sum(float v, float* red4) {
   v = warp_sum(v);
@@ -243,9 +170,8 @@ __global__ void __launch_bounds__(128) attn_decode_kernel(const AttnParams p) {
   __syncthreads();
   const float od = ow[0][tid] + ow[1][tid] + ow[2][tid] + ow[3][tid];
   const float lsum = wl[0] + wl[1] + wl[2] + wl[3];
-  if (nsplit == 1 && !p.defer) {
+  if (nsplit == 1) {
     split_store(p.out, p.out_lo, (size_t)r * D + h * HD + tid, od / lsum);
-    attn_head_done(p.hdone, h, p.hdone_fence);
     return;
   }
   float* mypart = p.part + ((size_t)(r * H + h) * p.maxs + split) * (HD + 2);
@@ -253,10 +179,6 @@ __global__ void __launch_bounds__(128) attn_decode_kernel(const AttnParams p) {
   if (tid == 0) {
     mypart[HD] = m;
     mypart[HD + 1] = lsum;
-  }
-  if (p.defer) {  // the o-proj by head combines the splits
-    attn_head_done(p.hdone, h, p.hdone_fence);
-    return;
   }
   __syncthreads();
   if (tid == 0) {  // one fence by one thread after the barrier (see the lm_head tail)
@@ -266,12 +188,36 @@ __global__ void __launch_bounds__(128) attn_decode_kernel(const AttnParams p) {
   }
   __syncthreads();
   if (!last) return;
+  const float* parts = p.part + (size_t)(r * H + h) * p.maxs * (HD + 2);
+  // Session 7: the splits' (m, l) go to shared memory in one parallel load, each thread's o values are loaded
+  // 16 at a time (all in flight together), then combined in split order (max, then the rescaled sums).
   __shared__ float cm[ATT_MAXSPLIT], cl[ATT_MAXSPLIT];
-  float oc[2];
-  attn_combine(p.part, p.maxs, h, r, 1, nsplit, cm, cl, oc);
-  split_store(p.out, p.out_lo, (size_t)r * D + h * HD + tid, oc[0]);
+  for (int s = tid; s < nsplit; s += 128) {
+    cm[s] = __ldcg(parts + s * (HD + 2) + HD);
+    cl[s] = __ldcg(parts + s * (HD + 2) + HD + 1);
+  }
+  float ov[16];
+#pragma unroll
+  for (int i = 0; i < 16; ++i) ov[i] = i < nsplit ? __ldcg(parts + i * (HD + 2) + tid) : 0.f;
+  __syncthreads();
+  float M = -INFINITY;
+  for (int s = 0; s < nsplit; ++s) M = fmaxf(M, cm[s]);
+  float Ls = 0.f, O = 0.f;
+  for (int s0 = 0; s0 < nsplit; s0 += 16) {
+    if (s0 > 0) {
+#pragma unroll
+      for (int i = 0; i < 16; ++i) ov[i] = s0 + i < nsplit ? __ldcg(parts + (s0 + i) * (HD + 2) + tid) : 0.f;
+    }
+#pragma unroll
+    for (int i = 0; i < 16; ++i)
+      if (s0 + i < nsplit) {
+        const float f = __expf(cm[s0 + i] - M);
+        Ls += cl[s0 + i] * f;
+        O += ov[i] * f;
+      }
+  }
+  split_store(p.out, p.out_lo, (size_t)r * D + h * HD + tid, O / Ls);
   if (tid == 0) p.cnt[r * H + h] = 0;
-  attn_head_done(p.hdone, h, p.hdone_fence);
 }
 
 }  // namespace cubeforge::cuda::detail

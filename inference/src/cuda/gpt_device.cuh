@@ -189,30 +189,6 @@ __device__ __forceinline__ unsigned arrive(unsigned* cnt) {
   return atomicAdd(cnt, 1u);
 }
 
-__device__ __forceinline__ unsigned ld_acquire_u32(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-__device__ __forceinline__ unsigned long long ld_acquire_u64(const unsigned long long* p) {
-  unsigned long long v;
-  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
-}
-
-// Grid-wide arrival (the fused MLP and the o-proj by head, all of whose blocks are resident): one arrival of this block on a monotonic grid-wide count of nb blocks per launch, then wait for the others (thread
-// 0, after a block barrier that orders the block's writes before its fence; a block barrier must follow).
-__device__ __forceinline__ void grid_arrive_wait(unsigned long long* ctr, unsigned long long nb,
-                                                 unsigned long long spin_limit) {
-  arrival_release();
-  const unsigned long long old = atomicAdd(ctr, 1ull);
-  const unsigned long long target = (old / nb + 1) * nb;
-  unsigned long long n = 0;
-  while (ld_acquire_u64(ctr) < target)
-    if (++n > spin_limit) __trap();
-  arrival_acquire();
-}
-
 // The argmax rule of the lm_head tails: (v, i) replaces (bv, bi) if larger, or equal with a smaller index.
 __device__ __forceinline__ void argmax_take(float v, int i, float& bv, int& bi) {
   if (v > bv || (v == bv && i < bi)) {

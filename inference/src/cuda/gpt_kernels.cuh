@@ -4,7 +4,6 @@
 //   gpt_gemv.cuh             the decode GEMVs (persistent and one-round) and their epilogues, lm_head tail included
 //   gpt_attention.cuh        decode attention
 //   gpt_mlp.cuh              the fused decode MLP (LN + gate/up + SwiGLU + down-proj split along the hidden units)
-//   gpt_oproj.cuh            the decode o-proj split by head (starts per head as the attention finishes it)
 //   gpt_topp.cuh             top-p sampling
 //   gpt_prefill_kernels.cuh  step-0 init, load-time conversion, cond-stream prefill kernels
 #pragma once
@@ -12,6 +11,5 @@
 #include "gpt_device.cuh"
 #include "gpt_gemv.cuh"
 #include "gpt_mlp.cuh"
-#include "gpt_oproj.cuh"
 #include "gpt_prefill_kernels.cuh"
 #include "gpt_topp.cuh"

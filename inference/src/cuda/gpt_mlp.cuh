@@ -53,6 +53,12 @@ __host__ __device__ constexpr size_t mlp_smem(int R, int nst) {
 __device__ __forceinline__ void mlp_consumer_sync() {
   asm volatile("bar.sync 1, %0;" ::"n"(MLP_CW * 32) : "memory");
 }
+__device__ __forceinline__ unsigned long long ld_acquire_u64(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+
 // M16: more than 8 rows (two MMAs per weight fragment, hi and lo parts apart); else the lo parts ride in MMA rows
 // 8..15. Per output the same sums in the same order either way, so 1 and 8 prompts stay bitwise identical.
 // WIDE (more than 2 rows): more loads in flight in the LN prologue and the final sum, at the price of registers;
@@ -239,7 +245,15 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
   __syncthreads();
 
   // ---- every block's partials written: one arrival each, then wait for all (all blocks are resident) ---------
-  if (tid == 0) grid_arrive_wait(p.ctr, MLP_NB, p.spin_limit);
+  if (tid == 0) {
+    arrival_release();
+    const unsigned long long old = atomicAdd(p.ctr, 1ull);
+    const unsigned long long target = (old / MLP_NB + 1) * MLP_NB;
+    unsigned long long n = 0;
+    while (ld_acquire_u64(p.ctr) < target)
+      if (++n > p.spin_limit) __trap();
+    arrival_acquire();
+  }
   __syncthreads();
 
   // ---- output groups b and b + 128: the 128 partials per output in 8 interleaved subsets, then the subsets in
