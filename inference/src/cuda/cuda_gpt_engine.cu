@@ -227,12 +227,18 @@ struct CudaGptEngine::Impl {
   float* mlp_part = nullptr;
   unsigned long long* mlp_ctr = nullptr;
   int mlp_slots_env = 0, mlp_pre_env = -1;
+  bool mlp_wide = true;  // measurement knob CUBEFORGE_GPT_MLP_WIDE=0: the one-prompt kernel at 3-8 rows too
   // Ring slots at r rows: 6 by default (leaves room for one block of the next kernel), fewer where they do not fit.
   int mlp_slots(int r) const {
     int n = mlp_slots_env > 0 ? std::min(mlp_slots_env, MLP_MAXSLOTS) : 6;
     while (n > 2 && mlp_smem(r, n) > (size_t)smem_optin) --n;
     return n;
   }
+
+  // Decode attention above 2 rows (session 14): attn_stream_kernel on a grid of attn_stream_blocks (all resident),
+  // the next split's keys and values in flight while a block works on the current one. CUBEFORGE_GPT_ATTN_STREAM
+  // (measurement knob): 0 never, 1 above 2 rows (default), 2 always.
+  int attn_stream_blocks = 0, attn_stream_mode = 1;
 
   int R = 0, P = 0;
   bool cfg_on = false, prefilled = false;
@@ -608,7 +614,13 @@ struct CudaGptEngine::Impl {
       a.out_lo = att_lo;
       a.maxs = maxs;
       a.tl = tl_slot(single_now ? "s.attn" : "attn");
-      if (!diag_no_attn) launch(attn_decode_kernel, dim3(maxs, H, R), dim3(128), 0, stream, pdl, a);
+      a.R = R;
+      if (diag_no_attn) {
+      } else if (attn_stream_blocks > 0 && (attn_stream_mode == 2 || (attn_stream_mode == 1 && R > 2))) {
+        launch(attn_stream_kernel, dim3(std::min(R * H * maxs, attn_stream_blocks)), dim3(128), 0, stream, pdl, a);
+      } else {
+        launch(attn_decode_kernel, dim3(maxs, H, R), dim3(128), 0, stream, pdl, a);
+      }
       GemvParams o = base_params();
       o.W = w.x_o;
       o.N = D;
@@ -635,7 +647,7 @@ struct CudaGptEngine::Impl {
       m.spin_limit = 1ull << 24;
       if (R > 8)
         launch(mlp_kernel<true, true>, dim3(MLP_NB), dim3(MLP_THREADS), mlp_smem(R, m.nst), stream, pdl, m);
-      else if (R > 2)
+      else if (R > 2 && mlp_wide)
         launch(mlp_kernel<false, true>, dim3(MLP_NB), dim3(MLP_THREADS), mlp_smem(R, m.nst), stream, pdl, m);
       else
         launch(mlp_kernel<false, false>, dim3(MLP_NB), dim3(MLP_THREADS), mlp_smem(R, m.nst), stream, pdl, m);
@@ -921,6 +933,7 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
       m.mlp_on = true;
       if (const char* sl = std::getenv("CUBEFORGE_GPT_MLP_SLOTS")) m.mlp_slots_env = std::atoi(sl);
       if (const char* pr = std::getenv("CUBEFORGE_GPT_MLP_PRE")) m.mlp_pre_env = std::atoi(pr);
+      if (const char* wd = std::getenv("CUBEFORGE_GPT_MLP_WIDE")) m.mlp_wide = std::string(wd) != "0";
       int occ = 0;
       CF_CUDA(cudaFuncSetAttribute(mlp_kernel<true, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    (int)mlp_smem(m.Rmax, m.mlp_slots(m.Rmax))));
@@ -932,6 +945,12 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
                      m.mlp_on ? "on" : "off (does not fit)", MLP_NB, m.mlp_slots(std::min(m.Rmax, 2)),
                      MLP_SLOT >> 10, std::min(m.Rmax, 2));
     }
+  }
+  {
+    int occ = 0;
+    CF_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, attn_stream_kernel, 128, 0));
+    m.attn_stream_blocks = occ * m.nsm;
+    if (const char* as = std::getenv("CUBEFORGE_GPT_ATTN_STREAM")) m.attn_stream_mode = std::atoi(as);
   }
   const double t0 = now_ms();
   m.load(weights);

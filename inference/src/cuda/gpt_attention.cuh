@@ -22,6 +22,7 @@ struct AttnParams {
   bf16* out;           // [R][D] hi part
   bf16* out_lo;        // [R][D] lo part
   int maxs;
+  int R;               // rows (attn_stream_kernel)
   unsigned long long* tl;  // diagnostics only: timeline stamps (TlStamp) or null
 };
 constexpr int ATT_MAXSPLIT = 128;  // splits per (row, head) the combine's shared arrays hold (host-checked)
@@ -37,7 +38,7 @@ __device__ inline float block128_sum(float v, float* red4) {
 // RMSNorm (eps 1e-5) then interleaved RoPE, all fp32 (keys are rounded to bf16 only when cached). Thread = dim.
 // ss: the block's sum of raw^2 (block128_sum order).
 __device__ inline float rms_rope(float raw, float ss, float wnorm, float2 cs) {
-  const float y = raw * rsqrtf(ss * (1.f / HD) + 1e-5f) * wnorm;
+  const float y = raw * rsqrtf(__fmaf_rn(ss, 1.f / HD, 1e-5f)) * wnorm;
   const float other = __shfl_xor_sync(0xffffffffu, y, 1);
   float o;
   if ((threadIdx.x & 1) == 0) o = __fsub_rn(__fmul_rn(y, cs.x), __fmul_rn(other, cs.y));
@@ -62,23 +63,35 @@ __device__ inline void norm_rope_qk(float qraw, float kraw, float wq, float wk, 
   ko = rms_rope(kraw, red8[4] + red8[5] + red8[6] + red8[7], wk, cs);
 }
 
-__global__ void __launch_bounds__(128) attn_decode_kernel(const AttnParams p) {
-  const int split = blockIdx.x, h = blockIdx.y, r = blockIdx.z;
-  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-  const TlStamp tls(p.tl);
-  // Everything read before pdl_wait() was written at least two kernels back (position, earlier KV slots).
-  const int pos = __ldcg(&p.dyn->pos);
-  const int cur = p.coff + pos;
-  const int L = p.slot0_only ? 1 : cur + 1;
-  const int nsplit = (L + ACH - 1) / ACH;
-  if (split >= nsplit) return;
+// This step's constants of a decode attention launch (read before the wait: the position and weights).
+struct AttnStep {
+  int pos, cur, L, nsplit;
+  float2 cs;        // RoPE (cos, sin) of this thread's dimension pair at pos
+  float wqn, wkn;   // q / k RMSNorm weights of this thread's dimension
+};
+__device__ __forceinline__ AttnStep attn_step(const AttnParams& p) {
+  AttnStep st;
+  st.pos = __ldcg(&p.dyn->pos);
+  st.cur = p.coff + st.pos;
+  st.L = p.slot0_only ? 1 : st.cur + 1;
+  st.nsplit = (st.L + ACH - 1) / ACH;
+  st.cs = p.rope[st.pos * (HD / 2) + threadIdx.x / 2];
+  st.wqn = p.qnorm[threadIdx.x];
+  st.wkn = p.knorm[threadIdx.x];
+  return st;
+}
+
+// The cached keys / values of split `split` of (row r, head h) this lane multiplies: keys j0 + 8 warp .. + 7, four
+// dimensions each (zero past the prefix and at the current slot, whose values come from this step's qkv).
+__device__ __forceinline__ void attn_load_kv(const AttnParams& p, const AttnStep& st, int r, int h, int split,
+                                             uint2 (&kreg)[AKPW], uint2 (&vreg)[AKPW]) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int j0 = split * ACH;
   const size_t base = (size_t)(r * H + h) * p.T * HD;
-  uint2 kreg[AKPW], vreg[AKPW];
 #pragma unroll
   for (int kk = 0; kk < AKPW; ++kk) {
     const int j = j0 + warp * AKPW + kk;
-    if (j < L && j != cur) {
+    if (j < st.L && j != st.cur) {
       kreg[kk] = __ldcg(reinterpret_cast<const uint2*>(p.kc + base + (size_t)j * HD + lane * 4));
       vreg[kk] = __ldcg(reinterpret_cast<const uint2*>(p.vc + base + (size_t)j * HD + lane * 4));
     } else {
@@ -86,11 +99,17 @@ __global__ void __launch_bounds__(128) attn_decode_kernel(const AttnParams p) {
       vreg[kk] = make_uint2(0, 0);
     }
   }
-  // constants of this step (RoPE row of pos, norm weights), also before the wait (session 8)
-  const float2 cs = p.rope[pos * (HD / 2) + tid / 2];
-  const float wqn = p.qnorm[tid], wkn = p.knorm[tid];
-  pdl_handoff(tls);
+}
 
+// One split (32 keys) of (row r, head h), its keys and values already in registers: q (and, in the split holding the
+// current slot, k and v) normalised and rotated, the KV write of the current slot, the split's softmax partial, and
+// in the last split to arrive the combine into the hi/lo output row. The arithmetic is written out with _rn
+// intrinsics (no compiler contraction), so every kernel that runs it gives the same bits.
+__device__ __forceinline__ void attn_split(const AttnParams& p, const AttnStep& st, int r, int h, int split,
+                                           const uint2 (&kreg)[AKPW], const uint2 (&vreg)[AKPW]) {
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int cur = st.cur, L = st.L, nsplit = st.nsplit, j0 = split * ACH;
+  const size_t base = (size_t)(r * H + h) * p.T * HD;
   __shared__ __align__(16) float qs[HD], kn[HD], vn[HD], red4[8], wm[4], wl[4], ow[4][HD];
   __shared__ int last;
   const float* qrow = p.qkv + (size_t)r * QKV_LD + h * HD;
@@ -102,7 +121,7 @@ __global__ void __launch_bounds__(128) attn_decode_kernel(const AttnParams p) {
     const float kraw = __ldcg(qrow + D + tid);
     const float vraw = __ldcg(qrow + 2 * D + tid);
     float qo, kq;
-    norm_rope_qk(qraw, kraw, wqn, wkn, cs, red4, qo, kq);
+    norm_rope_qk(qraw, kraw, st.wqn, st.wkn, st.cs, red4, qo, kq);
     qs[tid] = qo;
     // the current key/value as cached (bf16), so every step sees the same values for this slot
     const bf16 kb = __float2bfloat16_rn(kq);
@@ -112,7 +131,7 @@ __global__ void __launch_bounds__(128) attn_decode_kernel(const AttnParams p) {
     p.kc[base + (size_t)cur * HD + tid] = kb;
     p.vc[base + (size_t)cur * HD + tid] = vv;
   } else {
-    qs[tid] = norm_rope(qraw, wqn, cs, red4);
+    qs[tid] = norm_rope(qraw, st.wqn, st.cs, red4);
   }
   __syncthreads();
   const float4 q4 = *reinterpret_cast<const float4*>(qs + lane * 4);
@@ -134,9 +153,9 @@ __global__ void __launch_bounds__(128) attn_decode_kernel(const AttnParams p) {
       k2 = bf_lo(kreg[kk].y);
       k3 = bf_hi(kreg[kk].y);
     }
-    float d = q4.x * k0 + q4.y * k1 + q4.z * k2 + q4.w * k3;
+    float d = __fmaf_rn(q4.w, k3, __fmaf_rn(q4.z, k2, __fmaf_rn(q4.x, k0, __fmul_rn(q4.y, k1))));
     d = warp_sum(d);
-    sc[kk] = (j < L) ? d * scale : -INFINITY;
+    sc[kk] = (j < L) ? __fmul_rn(d, scale) : -INFINITY;
     mloc = fmaxf(mloc, sc[kk]);
   }
   if (lane == 0) wm[warp] = mloc;
@@ -160,10 +179,10 @@ __global__ void __launch_bounds__(128) attn_decode_kernel(const AttnParams p) {
       v3 = bf_hi(vreg[kk].y);
     }
     l += pj;
-    o0 += pj * v0;
-    o1 += pj * v1;
-    o2 += pj * v2;
-    o3 += pj * v3;
+    o0 = __fmaf_rn(pj, v0, o0);
+    o1 = __fmaf_rn(pj, v1, o1);
+    o2 = __fmaf_rn(pj, v2, o2);
+    o3 = __fmaf_rn(pj, v3, o3);
   }
   *reinterpret_cast<float4*>(&ow[warp][lane * 4]) = make_float4(o0, o1, o2, o3);
   if (lane == 0) wl[warp] = l;
@@ -212,12 +231,68 @@ __global__ void __launch_bounds__(128) attn_decode_kernel(const AttnParams p) {
     for (int i = 0; i < 16; ++i)
       if (s0 + i < nsplit) {
         const float f = __expf(cm[s0 + i] - M);
-        Ls += cl[s0 + i] * f;
-        O += ov[i] * f;
+        Ls = __fmaf_rn(cl[s0 + i], f, Ls);
+        O = __fmaf_rn(ov[i], f, O);
       }
   }
   split_store(p.out, p.out_lo, (size_t)r * D + h * HD + tid, O / Ls);
   if (tid == 0) p.cnt[r * H + h] = 0;
+}
+
+// One block per (split, head, row); blocks past the prefix return at once. Its keys and values are requested before
+// griddepcontrol.wait (earlier steps wrote them).
+__global__ void __launch_bounds__(128, 8) attn_decode_kernel(const AttnParams p) {
+  const int split = blockIdx.x, h = blockIdx.y, r = blockIdx.z;
+  const TlStamp tls(p.tl);
+  // Everything read before pdl_wait() was written at least two kernels back (position, earlier KV slots, weights).
+  const AttnStep st = attn_step(p);
+  if (split >= st.nsplit) return;
+  uint2 kreg[AKPW], vreg[AKPW];
+  attn_load_kv(p, st, r, h, split, kreg, vreg);
+  pdl_handoff(tls);
+  attn_split(p, st, r, h, split, kreg, vreg);
+}
+
+// Session 14, more than one prompt: the same splits on a grid that fits the GPU at once, each block walking splits
+// blockIdx.x, + gridDim.x, ... (split fastest, then head, then row) with the next split's keys and values in flight
+// while it works on the current one. The one-block-per-split kernel leaves the memory system idle between its waves
+// of blocks (at 8 rows and 590 keys: 29 MB of keys and values per layer at ~1.9 TB/s). Same arithmetic, same bits.
+constexpr int ATT_STREAM_MINB = 4;  // blocks per SM the register budget is set for (two key/value sets in flight)
+__global__ void __launch_bounds__(128, ATT_STREAM_MINB) attn_stream_kernel(const AttnParams p) {
+  const TlStamp tls(p.tl);
+  const AttnStep st = attn_step(p);
+  const int total = p.R * H * st.nsplit, G = gridDim.x;
+  int c = blockIdx.x;
+  auto coords = [&](int i, int& r, int& h, int& split) {
+    split = i % st.nsplit;
+    h = (i / st.nsplit) % H;
+    r = i / (st.nsplit * H);
+  };
+  uint2 ka[AKPW], va[AKPW], kb[AKPW], vb[AKPW];
+  int r, h, split;
+  if (c < total) {
+    coords(c, r, h, split);
+    attn_load_kv(p, st, r, h, split, ka, va);
+  }
+  pdl_handoff(tls);
+  // two splits per trip, so that the register sets are named statically
+  for (; c < total; c += 2 * G) {
+    int r1 = 0, h1 = 0, s1 = 0;
+    const bool more = c + G < total;
+    if (more) {
+      coords(c + G, r1, h1, s1);
+      attn_load_kv(p, st, r1, h1, s1, kb, vb);
+    }
+    attn_split(p, st, r, h, split, ka, va);
+    if (!more) break;
+    __syncthreads();  // the split's shared memory is reused
+    if (c + 2 * G < total) {
+      coords(c + 2 * G, r, h, split);
+      attn_load_kv(p, st, r, h, split, ka, va);
+    }
+    attn_split(p, st, r1, h1, s1, kb, vb);
+    __syncthreads();
+  }
 }
 
 }  // namespace cubeforge::cuda::detail
