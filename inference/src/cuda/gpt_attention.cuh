@@ -22,7 +22,6 @@ struct AttnParams {
   bf16* out;           // [R][D] hi part
   bf16* out_lo;        // [R][D] lo part
   int maxs;
-  int R;               // rows (attn_stream_kernel)
   unsigned long long* tl;  // diagnostics only: timeline stamps (TlStamp) or null
 };
 constexpr int ATT_MAXSPLIT = 128;  // splits per (row, head) the combine's shared arrays hold (host-checked)
@@ -81,10 +80,27 @@ __device__ __forceinline__ AttnStep attn_step(const AttnParams& p) {
   return st;
 }
 
+struct KvRegs {
+  uint2 kr[AKPW], vr[AKPW];
+  __device__ __forceinline__ uint2 k(int kk) const { return kr[kk]; }
+  __device__ __forceinline__ uint2 v(int kk) const { return vr[kk]; }
+};
+struct KvSmem {
+  const uint2 (*ks)[32];  // [key - j0][lane]
+  const uint2 (*vs)[32];
+  int j0, L, cur;
+  __device__ __forceinline__ uint2 pick(const uint2 (*a)[32], int kk) const {
+    const int jj = (threadIdx.x >> 5) * AKPW + kk, j = j0 + jj;
+    return (j < L && j != cur) ? a[jj][threadIdx.x & 31] : make_uint2(0, 0);
+  }
+  __device__ __forceinline__ uint2 k(int kk) const { return pick(ks, kk); }
+  __device__ __forceinline__ uint2 v(int kk) const { return pick(vs, kk); }
+};
+
 // The cached keys / values of split `split` of (row r, head h) this lane multiplies: keys j0 + 8 warp .. + 7, four
 // dimensions each (zero past the prefix and at the current slot, whose values come from this step's qkv).
 __device__ __forceinline__ void attn_load_kv(const AttnParams& p, const AttnStep& st, int r, int h, int split,
-                                             uint2 (&kreg)[AKPW], uint2 (&vreg)[AKPW]) {
+                                             KvRegs& kv) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int j0 = split * ACH;
   const size_t base = (size_t)(r * H + h) * p.T * HD;
@@ -92,11 +108,11 @@ __device__ __forceinline__ void attn_load_kv(const AttnParams& p, const AttnStep
   for (int kk = 0; kk < AKPW; ++kk) {
     const int j = j0 + warp * AKPW + kk;
     if (j < st.L && j != st.cur) {
-      kreg[kk] = __ldcg(reinterpret_cast<const uint2*>(p.kc + base + (size_t)j * HD + lane * 4));
-      vreg[kk] = __ldcg(reinterpret_cast<const uint2*>(p.vc + base + (size_t)j * HD + lane * 4));
+      kv.kr[kk] = __ldcg(reinterpret_cast<const uint2*>(p.kc + base + (size_t)j * HD + lane * 4));
+      kv.vr[kk] = __ldcg(reinterpret_cast<const uint2*>(p.vc + base + (size_t)j * HD + lane * 4));
     } else {
-      kreg[kk] = make_uint2(0, 0);
-      vreg[kk] = make_uint2(0, 0);
+      kv.kr[kk] = make_uint2(0, 0);
+      kv.vr[kk] = make_uint2(0, 0);
     }
   }
 }
@@ -105,8 +121,11 @@ __device__ __forceinline__ void attn_load_kv(const AttnParams& p, const AttnStep
 // current slot, k and v) normalised and rotated, the KV write of the current slot, the split's softmax partial, and
 // in the last split to arrive the combine into the hi/lo output row. The arithmetic is written out with _rn
 // intrinsics (no compiler contraction), so every kernel that runs it gives the same bits.
+// KV: the key / value source, kv.k(kk) / kv.v(kk) = this lane's four dimensions of key j0 + 8 warp + kk (zero past the
+// prefix and at the current slot): registers (KvRegs) or a shared-memory copy (KvSmem).
+template <class KV>
 __device__ __forceinline__ void attn_split(const AttnParams& p, const AttnStep& st, int r, int h, int split,
-                                           const uint2 (&kreg)[AKPW], const uint2 (&vreg)[AKPW]) {
+                                           const KV& kv) {
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int cur = st.cur, L = st.L, nsplit = st.nsplit, j0 = split * ACH;
   const size_t base = (size_t)(r * H + h) * p.T * HD;
@@ -148,10 +167,11 @@ __device__ __forceinline__ void attn_split(const AttnParams& p, const AttnStep& 
       k2 = kn[lane * 4 + 2];
       k3 = kn[lane * 4 + 3];
     } else {
-      k0 = bf_lo(kreg[kk].x);
-      k1 = bf_hi(kreg[kk].x);
-      k2 = bf_lo(kreg[kk].y);
-      k3 = bf_hi(kreg[kk].y);
+      const uint2 kw = kv.k(kk);
+      k0 = bf_lo(kw.x);
+      k1 = bf_hi(kw.x);
+      k2 = bf_lo(kw.y);
+      k3 = bf_hi(kw.y);
     }
     float d = __fmaf_rn(q4.w, k3, __fmaf_rn(q4.z, k2, __fmaf_rn(q4.x, k0, __fmul_rn(q4.y, k1))));
     d = warp_sum(d);
@@ -173,10 +193,11 @@ __device__ __forceinline__ void attn_split(const AttnParams& p, const AttnStep& 
       v2 = vn[lane * 4 + 2];
       v3 = vn[lane * 4 + 3];
     } else {
-      v0 = bf_lo(vreg[kk].x);
-      v1 = bf_hi(vreg[kk].x);
-      v2 = bf_lo(vreg[kk].y);
-      v3 = bf_hi(vreg[kk].y);
+      const uint2 vw = kv.v(kk);
+      v0 = bf_lo(vw.x);
+      v1 = bf_hi(vw.x);
+      v2 = bf_lo(vw.y);
+      v3 = bf_hi(vw.y);
     }
     l += pj;
     o0 = __fmaf_rn(pj, v0, o0);
@@ -247,52 +268,37 @@ __global__ void __launch_bounds__(128, 8) attn_decode_kernel(const AttnParams p)
   // Everything read before pdl_wait() was written at least two kernels back (position, earlier KV slots, weights).
   const AttnStep st = attn_step(p);
   if (split >= st.nsplit) return;
-  uint2 kreg[AKPW], vreg[AKPW];
-  attn_load_kv(p, st, r, h, split, kreg, vreg);
+  KvRegs kv;
+  attn_load_kv(p, st, r, h, split, kv);
   pdl_handoff(tls);
-  attn_split(p, st, r, h, split, kreg, vreg);
+  attn_split(p, st, r, h, split, kv);
 }
 
-// Session 14, more than one prompt: the same splits on a grid that fits the GPU at once, each block walking splits
-// blockIdx.x, + gridDim.x, ... (split fastest, then head, then row) with the next split's keys and values in flight
-// while it works on the current one. The one-block-per-split kernel leaves the memory system idle between its waves
-// of blocks (at 8 rows and 590 keys: 29 MB of keys and values per layer at ~1.9 TB/s). Same arithmetic, same bits.
-constexpr int ATT_STREAM_MINB = 4;  // blocks per SM the register budget is set for (two key/value sets in flight)
-__global__ void __launch_bounds__(128, ATT_STREAM_MINB) attn_stream_kernel(const AttnParams p) {
+// Session 14: the same, with the split's keys and values bulk-copied into shared memory (16 KB) instead of held in
+// registers, so more blocks fit on an SM (registers limit the kernel above to 8): more splits in flight at once where
+// there are more than one wave of them (several prompts, long prefixes). Same arithmetic, same bits.
+constexpr int ATT_SMEM_MINB = 10;
+__global__ void __launch_bounds__(128, ATT_SMEM_MINB) attn_decode_smem_kernel(const AttnParams p) {
+  const int split = blockIdx.x, h = blockIdx.y, r = blockIdx.z;
   const TlStamp tls(p.tl);
   const AttnStep st = attn_step(p);
-  const int total = p.R * H * st.nsplit, G = gridDim.x;
-  int c = blockIdx.x;
-  auto coords = [&](int i, int& r, int& h, int& split) {
-    split = i % st.nsplit;
-    h = (i / st.nsplit) % H;
-    r = i / (st.nsplit * H);
-  };
-  uint2 ka[AKPW], va[AKPW], kb[AKPW], vb[AKPW];
-  int r, h, split;
-  if (c < total) {
-    coords(c, r, h, split);
-    attn_load_kv(p, st, r, h, split, ka, va);
+  if (split >= st.nsplit) return;
+  __shared__ __align__(128) uint2 ks[ACH][32], vs[ACH][32];
+  __shared__ __align__(8) uint64_t bar;
+  const int j0 = split * ACH;
+  if (threadIdx.x == 0) {  // the cached keys j0 .. min(j0 + 32, L) - 1 (the current slot's stale copy is not used)
+    const size_t base = (size_t)(r * H + h) * p.T * HD + (size_t)j0 * HD;
+    const unsigned bytes = (unsigned)min(ACH, st.L - j0) * HD * 2;
+    mbar_init(&bar, 1);
+    mbar_fence_init();
+    mbar_expect_tx(&bar, 2 * bytes);
+    bulk_g2s(ks, p.kc + base, bytes, &bar);
+    bulk_g2s(vs, p.vc + base, bytes, &bar);
   }
+  __syncthreads();  // the mbarrier's initialisation
   pdl_handoff(tls);
-  // two splits per trip, so that the register sets are named statically
-  for (; c < total; c += 2 * G) {
-    int r1 = 0, h1 = 0, s1 = 0;
-    const bool more = c + G < total;
-    if (more) {
-      coords(c + G, r1, h1, s1);
-      attn_load_kv(p, st, r1, h1, s1, kb, vb);
-    }
-    attn_split(p, st, r, h, split, ka, va);
-    if (!more) break;
-    __syncthreads();  // the split's shared memory is reused
-    if (c + 2 * G < total) {
-      coords(c + 2 * G, r, h, split);
-      attn_load_kv(p, st, r, h, split, ka, va);
-    }
-    attn_split(p, st, r1, h1, s1, kb, vb);
-    __syncthreads();
-  }
+  mbar_wait(&bar, 0);
+  attn_split(p, st, r, h, split, KvSmem{ks, vs, j0, st.L, st.cur});
 }
 
 }  // namespace cubeforge::cuda::detail
