@@ -235,10 +235,6 @@ struct CudaGptEngine::Impl {
     return n;
   }
 
-  // Decode attention above 2 rows (session 14): attn_decode_smem_kernel (keys and values in shared memory, more
-  // blocks per SM). CUBEFORGE_GPT_ATTN_SMEM (measurement knob): 0 never, 1 above 2 rows (default), 2 always.
-  int attn_smem_mode = 1;
-
   int R = 0, P = 0;
   bool cfg_on = false, prefilled = false;
   int tf_step = 0;
@@ -613,12 +609,7 @@ struct CudaGptEngine::Impl {
       a.out_lo = att_lo;
       a.maxs = maxs;
       a.tl = tl_slot(single_now ? "s.attn" : "attn");
-      if (diag_no_attn) {
-      } else if (attn_smem_mode == 2 || (attn_smem_mode == 1 && R > 2)) {
-        launch(attn_decode_smem_kernel, dim3(maxs, H, R), dim3(128), 0, stream, pdl, a);
-      } else {
-        launch(attn_decode_kernel, dim3(maxs, H, R), dim3(128), 0, stream, pdl, a);
-      }
+      if (!diag_no_attn) launch(attn_decode_kernel, dim3(maxs, H, R), dim3(128), 0, stream, pdl, a);
       GemvParams o = base_params();
       o.W = w.x_o;
       o.N = D;
@@ -944,11 +935,6 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
                      MLP_SLOT >> 10, std::min(m.Rmax, 2));
     }
   }
-  if (const char* as = std::getenv("CUBEFORGE_GPT_ATTN_SMEM")) m.attn_smem_mode = std::atoi(as);
-  if (prop.major < 9) m.attn_smem_mode = 0;  // bulk copies
-  if (m.attn_smem_mode)  // as many 21 KB blocks per SM as the registers allow
-    CF_CUDA(cudaFuncSetAttribute(attn_decode_smem_kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                 cudaSharedmemCarveoutMaxShared));
   const double t0 = now_ms();
   m.load(weights);
   m.alloc_buffers();

@@ -85,18 +85,6 @@ struct KvRegs {
   __device__ __forceinline__ uint2 k(int kk) const { return kr[kk]; }
   __device__ __forceinline__ uint2 v(int kk) const { return vr[kk]; }
 };
-struct KvSmem {
-  const uint2 (*ks)[32];  // [key - j0][lane]
-  const uint2 (*vs)[32];
-  int j0, L, cur;
-  __device__ __forceinline__ uint2 pick(const uint2 (*a)[32], int kk) const {
-    const int jj = (threadIdx.x >> 5) * AKPW + kk, j = j0 + jj;
-    return (j < L && j != cur) ? a[jj][threadIdx.x & 31] : make_uint2(0, 0);
-  }
-  __device__ __forceinline__ uint2 k(int kk) const { return pick(ks, kk); }
-  __device__ __forceinline__ uint2 v(int kk) const { return pick(vs, kk); }
-};
-
 // The cached keys / values of split `split` of (row r, head h) this lane multiplies: keys j0 + 8 warp .. + 7, four
 // dimensions each (zero past the prefix and at the current slot, whose values come from this step's qkv).
 __device__ __forceinline__ void attn_load_kv(const AttnParams& p, const AttnStep& st, int r, int h, int split,
@@ -121,11 +109,8 @@ __device__ __forceinline__ void attn_load_kv(const AttnParams& p, const AttnStep
 // current slot, k and v) normalised and rotated, the KV write of the current slot, the split's softmax partial, and
 // in the last split to arrive the combine into the hi/lo output row. The arithmetic is written out with _rn
 // intrinsics (no compiler contraction), so every kernel that runs it gives the same bits.
-// KV: the key / value source, kv.k(kk) / kv.v(kk) = this lane's four dimensions of key j0 + 8 warp + kk (zero past the
-// prefix and at the current slot): registers (KvRegs) or a shared-memory copy (KvSmem).
-template <class KV>
 __device__ __forceinline__ void attn_split(const AttnParams& p, const AttnStep& st, int r, int h, int split,
-                                           const KV& kv) {
+                                           const KvRegs& kv) {
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int cur = st.cur, L = st.L, nsplit = st.nsplit, j0 = split * ACH;
   const size_t base = (size_t)(r * H + h) * p.T * HD;
@@ -272,33 +257,6 @@ __global__ void __launch_bounds__(128, 8) attn_decode_kernel(const AttnParams p)
   attn_load_kv(p, st, r, h, split, kv);
   pdl_handoff(tls);
   attn_split(p, st, r, h, split, kv);
-}
-
-// Session 14: the same, with the split's keys and values bulk-copied into shared memory (16 KB) instead of held in
-// registers, so more blocks fit on an SM (registers limit the kernel above to 8): more splits in flight at once where
-// there are more than one wave of them (several prompts, long prefixes). Same arithmetic, same bits.
-constexpr int ATT_SMEM_MINB = 10;
-__global__ void __launch_bounds__(128, ATT_SMEM_MINB) attn_decode_smem_kernel(const AttnParams p) {
-  const int split = blockIdx.x, h = blockIdx.y, r = blockIdx.z;
-  const TlStamp tls(p.tl);
-  const AttnStep st = attn_step(p);
-  if (split >= st.nsplit) return;
-  __shared__ __align__(128) uint2 ks[ACH][32], vs[ACH][32];
-  __shared__ __align__(8) uint64_t bar;
-  const int j0 = split * ACH;
-  if (threadIdx.x == 0) {  // the cached keys j0 .. min(j0 + 32, L) - 1 (the current slot's stale copy is not used)
-    const size_t base = (size_t)(r * H + h) * p.T * HD + (size_t)j0 * HD;
-    const unsigned bytes = (unsigned)min(ACH, st.L - j0) * HD * 2;
-    mbar_init(&bar, 1);
-    mbar_fence_init();
-    mbar_expect_tx(&bar, 2 * bytes);
-    bulk_g2s(ks, p.kc + base, bytes, &bar);
-    bulk_g2s(vs, p.vc + base, bytes, &bar);
-  }
-  __syncthreads();  // the mbarrier's initialisation
-  pdl_handoff(tls);
-  mbar_wait(&bar, 0);
-  attn_split(p, st, r, h, split, KvSmem{ks, vs, j0, st.L, st.cur});
 }
 
 }  // namespace cubeforge::cuda::detail
