@@ -227,7 +227,6 @@ struct CudaGptEngine::Impl {
   float* mlp_part = nullptr;
   unsigned long long* mlp_ctr = nullptr;
   int mlp_slots_env = 0, mlp_pre_env = -1;
-  int attn_order = 0;     // measurement knob CUBEFORGE_GPT_ATTN_ORDER=1: attention grid with the split slowest
   bool mlp_wide = true;  // measurement knob CUBEFORGE_GPT_MLP_WIDE=0: the one-prompt kernel at 3-8 rows too
   // Ring slots at r rows: 6 by default (leaves room for one block of the next kernel), fewer where they do not fit.
   int mlp_slots(int r) const {
@@ -610,9 +609,7 @@ struct CudaGptEngine::Impl {
       a.out_lo = att_lo;
       a.maxs = maxs;
       a.tl = tl_slot(single_now ? "s.attn" : "attn");
-      a.split_slowest = attn_order;
-      if (!diag_no_attn)
-        launch(attn_decode_kernel, attn_order ? dim3(H, R, maxs) : dim3(maxs, H, R), dim3(128), 0, stream, pdl, a);
+      if (!diag_no_attn) launch(attn_decode_kernel, dim3(maxs, H, R), dim3(128), 0, stream, pdl, a);
       GemvParams o = base_params();
       o.W = w.x_o;
       o.N = D;
@@ -938,7 +935,6 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
                      MLP_SLOT >> 10, std::min(m.Rmax, 2));
     }
   }
-  if (const char* ao = std::getenv("CUBEFORGE_GPT_ATTN_ORDER")) m.attn_order = std::atoi(ao) != 0;
   const double t0 = now_ms();
   m.load(weights);
   m.alloc_buffers();

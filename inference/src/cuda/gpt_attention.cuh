@@ -22,7 +22,6 @@ struct AttnParams {
   bf16* out;           // [R][D] hi part
   bf16* out_lo;        // [R][D] lo part
   int maxs;
-  int split_slowest;   // grid (H, R, maxs) instead of (maxs, H, R): blocks of the same split together (knob)
   unsigned long long* tl;  // diagnostics only: timeline stamps (TlStamp) or null
 };
 constexpr int ATT_MAXSPLIT = 128;  // splits per (row, head) the combine's shared arrays hold (host-checked)
@@ -249,8 +248,7 @@ __device__ __forceinline__ void attn_split(const AttnParams& p, const AttnStep& 
 // One block per (split, head, row); blocks past the prefix return at once. Its keys and values are requested before
 // griddepcontrol.wait (earlier steps wrote them).
 __global__ void __launch_bounds__(128, 8) attn_decode_kernel(const AttnParams p) {
-  const int split = p.split_slowest ? blockIdx.z : blockIdx.x, h = p.split_slowest ? blockIdx.x : blockIdx.y,
-            r = p.split_slowest ? blockIdx.y : blockIdx.z;
+  const int split = blockIdx.x, h = blockIdx.y, r = blockIdx.z;
   const TlStamp tls(p.tl);
   // Everything read before pdl_wait() was written at least two kernels back (position, earlier KV slots, weights).
   const AttnStep st = attn_step(p);
