@@ -758,8 +758,8 @@ struct CudaGptEngine::Impl {
       a[3] += early[i] / reps;
       a[4] += waitlag[i] / reps;
     }
-    std::fprintf(stderr, "timeline: one step (1-step graph, pos %d, %d replays): %d kernels, first start -> last end "
-                 "%.1f us\n", mid, reps, nk, total / reps / 1000.0);
+    std::fprintf(stderr, "timeline: one step (1-step graph, %d rows, pos %d, %d replays): %d kernels, first start -> "
+                 "last end %.1f us\n", R, mid, reps, nk, total / reps / 1000.0);
     std::fprintf(stderr, "timeline: %-9s %4s %10s %12s %12s %12s %12s\n", "kernel", "n", "span us", "increment us",
                  "sum incr us", "early us", "wait-lag us");
     for (const auto& nm : order) {
