@@ -80,10 +80,9 @@ __device__ __forceinline__ AttnStep attn_step(const AttnParams& p) {
   return st;
 }
 
+// A lane's keys and values of one split: four bf16 dimensions of key j0 + 8 warp + kk per entry.
 struct KvRegs {
   uint2 kr[AKPW], vr[AKPW];
-  __device__ __forceinline__ uint2 k(int kk) const { return kr[kk]; }
-  __device__ __forceinline__ uint2 v(int kk) const { return vr[kk]; }
 };
 // The cached keys / values of split `split` of (row r, head h) this lane multiplies: keys j0 + 8 warp .. + 7, four
 // dimensions each (zero past the prefix and at the current slot, whose values come from this step's qkv).
@@ -152,7 +151,7 @@ __device__ __forceinline__ void attn_split(const AttnParams& p, const AttnStep& 
       k2 = kn[lane * 4 + 2];
       k3 = kn[lane * 4 + 3];
     } else {
-      const uint2 kw = kv.k(kk);
+      const uint2 kw = kv.kr[kk];
       k0 = bf_lo(kw.x);
       k1 = bf_hi(kw.x);
       k2 = bf_lo(kw.y);
@@ -178,7 +177,7 @@ __device__ __forceinline__ void attn_split(const AttnParams& p, const AttnStep& 
       v2 = vn[lane * 4 + 2];
       v3 = vn[lane * 4 + 3];
     } else {
-      const uint2 vw = kv.v(kk);
+      const uint2 vw = kv.vr[kk];
       v0 = bf_lo(vw.x);
       v1 = bf_hi(vw.x);
       v2 = bf_lo(vw.y);
