@@ -228,6 +228,13 @@ struct CudaGptEngine::Impl {
   unsigned long long* mlp_ctr = nullptr;
   int mlp_slots_env = 0, mlp_pre_env = -1;
   bool mlp_wide = true;  // measurement knob CUBEFORGE_GPT_MLP_WIDE=0: the one-prompt kernel at 3-8 rows too
+  // The instantiation for r rows: M16 above 8 rows, WIDE above 2 (unless switched off), the one-prompt kernel else.
+  using MlpKernel = void (*)(MlpParams);
+  static constexpr MlpKernel kMlpKernels[3] = {mlp_kernel<false, false>, mlp_kernel<false, true>,
+                                               mlp_kernel<true, true>};
+  MlpKernel mlp_kernel_for(int r) const {
+    return r > 8 ? kMlpKernels[2] : (r > 2 && mlp_wide) ? kMlpKernels[1] : kMlpKernels[0];
+  }
   // Ring slots at r rows: 6 by default (leaves room for one block of the next kernel), fewer where they do not fit.
   int mlp_slots(int r) const {
     int n = mlp_slots_env > 0 ? std::min(mlp_slots_env, MLP_MAXSLOTS) : 6;
@@ -499,9 +506,8 @@ struct CudaGptEngine::Impl {
       CF_CUDA(cudaMemset(mlp_ctr, 0, sizeof(unsigned long long)));
       size_t m = 0;
       for (int r = 1; r <= Rmax; ++r) m = std::max(m, mlp_smem(r, mlp_slots(r)));
-      CF_CUDA(cudaFuncSetAttribute(mlp_kernel<false, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)m));
-      CF_CUDA(cudaFuncSetAttribute(mlp_kernel<false, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)m));
-      CF_CUDA(cudaFuncSetAttribute(mlp_kernel<true, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)m));
+      for (MlpKernel k : kMlpKernels)
+        CF_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)m));
     }
     GemvQkv::prepare();
     GemvOproj::prepare();
@@ -634,12 +640,7 @@ struct CudaGptEngine::Impl {
       m.nst = mlp_slots(R);
       m.pre = mlp_pre_env >= 0 ? std::min(mlp_pre_env, m.nst) : m.nst;
       m.spin_limit = 1ull << 24;
-      if (R > 8)
-        launch(mlp_kernel<true, true>, dim3(MLP_NB), dim3(MLP_THREADS), mlp_smem(R, m.nst), stream, pdl, m);
-      else if (R > 2 && mlp_wide)
-        launch(mlp_kernel<false, true>, dim3(MLP_NB), dim3(MLP_THREADS), mlp_smem(R, m.nst), stream, pdl, m);
-      else
-        launch(mlp_kernel<false, false>, dim3(MLP_NB), dim3(MLP_THREADS), mlp_smem(R, m.nst), stream, pdl, m);
+      launch(mlp_kernel_for(R), dim3(MLP_NB), dim3(MLP_THREADS), mlp_smem(R, m.nst), stream, pdl, m);
       return;
     }
     GemvParams g = base_params();
