@@ -39,12 +39,16 @@ for r in $(seq "$REPS"); do
     done
   done
 done
+# TL_MODEL / TL_BATCH: the timeline's model and batch (a bench prints one timeline per generate, its first one at
+# batch 1, so the last block is the one asked for)
 if [ "${TL:-1}" = 1 ]; then
   i=0
   for c in $CONFIGS; do
     i=$((i + 1))
-    withcfg "$c" run tl_$i 90 "$BIN" bench --synthetic v0.1 --quick --batches 1 --reps 1 --variant 2097152
-    echo "--- timeline config $i"; grep -E "^timeline" "$RUN_LOG_DIR/tl_$i.log" | head -9
+    withcfg "$c" run tl_$i 90 "$BIN" bench --synthetic "${TL_MODEL:-v0.1}" --quick --batches "${TL_BATCH:-1}" --reps 1 \
+      --variant 2097152
+    echo "--- timeline config $i"
+    grep -E "^timeline" "$RUN_LOG_DIR/tl_$i.log" | awk '/one step/ { n = 0 } { b[n++] = $0 } END { for (k = 0; k < n; ++k) print b[k] }'
   done
 fi
 (cd "$RUN_LOG_DIR" && tar czf "${OUT:-/tmp}/envab-logs.tgz" .) && echo "logs: envab-logs.tgz"

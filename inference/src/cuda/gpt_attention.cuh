@@ -68,16 +68,19 @@ struct AttnStep {
   float2 cs;        // RoPE (cos, sin) of this thread's dimension pair at pos
   float wqn, wkn;   // q / k RMSNorm weights of this thread's dimension
 };
+// The position and the prefix it gives (cs / wqn / wkn: attn_consts, after the early return of blocks past it).
 __device__ __forceinline__ AttnStep attn_step(const AttnParams& p) {
   AttnStep st;
   st.pos = __ldcg(&p.dyn->pos);
   st.cur = p.coff + st.pos;
   st.L = p.slot0_only ? 1 : st.cur + 1;
   st.nsplit = (st.L + ACH - 1) / ACH;
+  return st;
+}
+__device__ __forceinline__ void attn_consts(const AttnParams& p, AttnStep& st) {
   st.cs = p.rope[st.pos * (HD / 2) + threadIdx.x / 2];
   st.wqn = p.qnorm[threadIdx.x];
   st.wkn = p.knorm[threadIdx.x];
-  return st;
 }
 
 // A lane's keys and values of one split: four bf16 dimensions of key j0 + 8 warp + kk per entry.
@@ -244,14 +247,18 @@ __device__ __forceinline__ void attn_split(const AttnParams& p, const AttnStep& 
   if (tid == 0) p.cnt[r * H + h] = 0;
 }
 
-// One block per (split, head, row); blocks past the prefix return at once. Its keys and values are requested before
-// griddepcontrol.wait (earlier steps wrote them).
+// One block per (split, head, row); blocks past the prefix return at once (the host sizes the grid to the prefix of
+// the chunk's last step, so there are few). Its keys and values are requested before griddepcontrol.wait (earlier
+// steps wrote them). A grid with fewer splits than the prefix needs would leave the combine without its last
+// arrival: that is a host bug, and the kernel traps rather than write a wrong row.
 __global__ void __launch_bounds__(128, 8) attn_decode_kernel(const AttnParams p) {
   const int split = blockIdx.x, h = blockIdx.y, r = blockIdx.z;
   const TlStamp tls(p.tl);
   // Everything read before pdl_wait() was written at least two kernels back (position, earlier KV slots, weights).
-  const AttnStep st = attn_step(p);
+  AttnStep st = attn_step(p);
+  if (st.nsplit > (int)gridDim.x) __trap();
   if (split >= st.nsplit) return;
+  attn_consts(p, st);
   KvRegs kv;
   attn_load_kv(p, st, r, h, split, kv);
   pdl_handoff(tls);
