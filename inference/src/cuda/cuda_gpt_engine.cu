@@ -242,29 +242,10 @@ struct CudaGptEngine::Impl {
     return n;
   }
 
-  // Decode attention grid (session 15): the launches of a step (or of a graph of steps) are sized to the splits the
-  // valid prefix needs at the chunk's last position, rounded up to attn_bucket splits, instead of the splits of the
-  // longest prefix; blocks past the prefix used to be launched and return at once (half the blocks on average, at 8
-  // rows about 1700 per layer). One graph per grid size (captured at generate start). attn_bucket 0: the full grid
-  // (the kernels before session 15). Measurement knob CUBEFORGE_GPT_ATTN_BUCKET.
-  int attn_bucket = 2;
-  int grid_dual = 0, grid_single = 0;  // splits launched per (head, row) by the next enqueue_step
-  int splits_for(int keys, int maxs) const {
-    const int need = (keys + ACH - 1) / ACH;
-    if (attn_bucket <= 0) return maxs;
-    return std::min(maxs, (need + attn_bucket - 1) / attn_bucket * attn_bucket);
-  }
-  // Sizes the attention grids for decode steps whose positions are at most last_pos.
-  void set_attn_grid(int last_pos) {
-    grid_dual = splits_for(s + last_pos + 1, maxs_dual);
-    grid_single = splits_for(last_pos + 1, maxs_single);
-  }
-
   int R = 0, P = 0;
   bool cfg_on = false, prefilled = false;
   int tf_step = 0;
-  // (rows, cfg, causal, top-p, steps, dual grid, single grid)
-  std::map<std::tuple<int, bool, bool, bool, int, int, int>, cudaGraphExec_t> graphs;
+  std::map<std::tuple<int, bool, bool, bool, int>, cudaGraphExec_t> graphs;
 
   ~Impl() {
     for (auto& kv : graphs) cudaGraphExecDestroy(kv.second);
@@ -603,9 +584,8 @@ struct CudaGptEngine::Impl {
     return p;
   }
 
-  // grid: attention splits launched per (head, row) (set_attn_grid); maxs: the partials' stride.
-  void block_step(const LayerW& w, bf16* k_l, bf16* v_l, int T, int coff, int maxs, int grid, bool attn,
-                  const float* add2, float* save_y) {
+  void block_step(const LayerW& w, bf16* k_l, bf16* v_l, int T, int coff, int maxs, bool attn, const float* add2,
+                  float* save_y) {
     const bool pdl = opts.pdl;
     if (attn) {
       GemvParams q = base_params();
@@ -635,7 +615,7 @@ struct CudaGptEngine::Impl {
       a.out_lo = att_lo;
       a.maxs = maxs;
       a.tl = tl_slot(single_now ? "s.attn" : "attn");
-      if (!diag_no_attn) launch(attn_decode_kernel, dim3(grid, H, R), dim3(128), 0, stream, pdl, a);
+      if (!diag_no_attn) launch(attn_decode_kernel, dim3(maxs, H, R), dim3(128), 0, stream, pdl, a);
       GemvParams o = base_params();
       o.W = w.x_o;
       o.N = D;
@@ -695,11 +675,11 @@ struct CudaGptEngine::Impl {
     for (int l = 0; l < L; ++l) {
       const bool last = (l == L - 1);
       const float* add2 = (last && !k.step0 && !k.causal) ? sconst : nullptr;
-      block_step(layers[l], kc_layer(kc, l), kc_layer(vc, l), Tdual, s, maxs_dual, grid_dual, true, add2, nullptr);
+      block_step(layers[l], kc_layer(kc, l), kc_layer(vc, l), Tdual, s, maxs_dual, true, add2, nullptr);
     }
     const bool sattn = k.step0 || k.causal;
     single_now = true;
-    block_step(single, skc, svc, N, 0, maxs_single, grid_single, sattn, nullptr, k.step0 ? sconst : nullptr);
+    block_step(single, skc, svc, N, 0, maxs_single, sattn, nullptr, k.step0 ? sconst : nullptr);
     GemvParams p = base_params();
     p.W = lm;
     p.N = Vs;
@@ -724,10 +704,8 @@ struct CudaGptEngine::Impl {
     }
   }
 
-  // The graph of `steps` decode steps whose last position is last_pos (its attention grid: set_attn_grid).
-  cudaGraphExec_t graph(bool causal, bool topp, int steps, int last_pos, double* capture_ms) {
-    set_attn_grid(last_pos);
-    const auto key = std::make_tuple(R, cfg_on, causal, topp, steps, grid_dual, grid_single);
+  cudaGraphExec_t graph(bool causal, bool topp, int steps, double* capture_ms) {
+    const auto key = std::make_tuple(R, cfg_on, causal, topp, steps);
     auto it = graphs.find(key);
     if (it != graphs.end()) return it->second;
     const double t0 = now_ms();
@@ -743,12 +721,12 @@ struct CudaGptEngine::Impl {
   // span (start -> end), the mean increment of the step's critical path (end - previous end) and how early the
   // kernel started before its predecessor ended. Diagnostics only (variant bit 21).
   void timeline_report(bool causal) {
-    const int mid = N / 2;
-    cudaGraphExec_t g = graph(causal, false, 1, mid, nullptr);
+    cudaGraphExec_t g = graph(causal, false, 1, nullptr);
     const int nk = std::min(kseq_graph, kTlMax), reps = 20;
     std::vector<unsigned long long> h(3 * (size_t)nk);
     std::vector<double> span(nk, 0), inc(nk, 0), early(nk, 0), waitlag(nk, 0);
     double total = 0;
+    const int mid = N / 2;
     for (int rep = 0; rep < reps; ++rep) {
       CF_CUDA(cudaMemcpyAsync(&dyn->pos, &mid, sizeof(int), cudaMemcpyHostToDevice, stream));
       CF_CUDA(cudaMemsetAsync(tl, 0xFF, 3 * sizeof(unsigned long long) * kTlMax, stream));
@@ -926,14 +904,6 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
   m.diag_no_attn = (opts.variant & kVarNoAttn) != 0;  // diagnostics, timing only: no attention kernels
   m.diag_l2w = (opts.variant & kVarL2Weights) != 0;   // diagnostics, timing only: every GEMV reads the same 2 MB
   m.diag_tl = (opts.variant & kVarTimeline) != 0;
-  if (const char* ab = std::getenv("CUBEFORGE_GPT_ATTN_BUCKET")) m.attn_bucket = std::max(0, std::atoi(ab));
-  if (opts.verbose) {
-    if (m.attn_bucket > 0)
-      std::fprintf(stderr, "cubeforge cuda: decode attention grid sized per graph to the prefix, in steps of %d keys\n",
-                   m.attn_bucket * ACH);
-    else
-      std::fprintf(stderr, "cubeforge cuda: decode attention grid sized to the longest prefix\n");
-  }
   if (opts.verbose)
     std::fprintf(stderr, "cubeforge cuda: decode GEMVs: one-round qkv (and gate-up / down-proj where the MLP is not "
                          "fused) at <= 8 rows, persistent otherwise; %s weights, activations %s; L2 %d MB%s%s\n",
@@ -1009,12 +979,9 @@ std::vector<int32_t> CudaGptEngine::generate(const GenerateOptions& o, GenerateS
   c.top_p = topp ? *o.top_p : 0.9f;
   c.seed = o.seed;
   std::fill(m.h_tokens, m.h_tokens + (size_t)MAXP * m.N, -1);
-  if (o.use_graph) {  // every graph the chunk plan of stream_tokens will launch (capture synchronizes the stream)
-    for (int next = 1; next < m.N;) {
-      const int cnt = (m.N - next >= K) ? K : 1;
-      m.graph(causal, topp, cnt, next + cnt - 1, &st.capture_ms);
-      next += cnt;
-    }
+  if (o.use_graph) {
+    m.graph(causal, topp, K, &st.capture_ms);
+    m.graph(causal, topp, 1, &st.capture_ms);
   }
   m.tf_step = -1;  // teacher forcing must start from a new prefill
   m.write_ctl(c);
@@ -1023,15 +990,11 @@ std::vector<int32_t> CudaGptEngine::generate(const GenerateOptions& o, GenerateS
   // Step 0 (BOS) eagerly, then K-step graphs (or eager steps) through the shared streaming loop (token_stream.h).
   auto launch = [&](int first, int count) {
     if (first == 0) {
-      m.set_attn_grid(0);
       m.enqueue_step(StepKind{true, causal, topp});
     } else if (o.use_graph) {
-      CF_CUDA(cudaGraphLaunch(m.graph(causal, topp, count, first + count - 1, &st.capture_ms), m.stream));
+      CF_CUDA(cudaGraphLaunch(m.graph(causal, topp, count, &st.capture_ms), m.stream));
     } else {
-      for (int i = 0; i < count; ++i) {
-        m.set_attn_grid(first + i);
-        m.enqueue_step(StepKind{false, causal, topp});
-      }
+      for (int i = 0; i < count; ++i) m.enqueue_step(StepKind{false, causal, topp});
     }
   };
   const bool cancelled = !stream_tokens(m.stream, m.N, m.P, m.h_tokens, o, t_start, K, launch, &st);
@@ -1057,12 +1020,10 @@ std::vector<float> CudaGptEngine::step_logits(const std::vector<int32_t>& feed, 
   m.write_ctl(c);
   if (m.tf_step == 0) {
     m.reset_pos();
-    m.set_attn_grid(0);
     m.enqueue_step(StepKind{true, causal, false});
   } else if (use_graph) {
-    CF_CUDA(cudaGraphLaunch(m.graph(causal, false, 1, m.tf_step, nullptr), m.stream));
+    CF_CUDA(cudaGraphLaunch(m.graph(causal, false, 1, nullptr), m.stream));
   } else {
-    m.set_attn_grid(m.tf_step);
     m.enqueue_step(StepKind{false, causal, false});
   }
   std::vector<float> out((size_t)m.R * m.Vs);

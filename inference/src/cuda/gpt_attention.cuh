@@ -247,16 +247,14 @@ __device__ __forceinline__ void attn_split(const AttnParams& p, const AttnStep& 
   if (tid == 0) p.cnt[r * H + h] = 0;
 }
 
-// One block per (split, head, row); blocks past the prefix return at once (the host sizes the grid to the prefix of
-// the chunk's last step, so there are few). Its keys and values are requested before griddepcontrol.wait (earlier
-// steps wrote them). A grid with fewer splits than the prefix needs would leave the combine without its last
-// arrival: that is a host bug, and the kernel traps rather than write a wrong row.
+// One block per (split, head, row); blocks past the prefix return at once (session 15 sized the grid to the prefix
+// per graph instead: slower at batch 1, see docs/cuda-gpt.md). Its keys and values are requested before
+// griddepcontrol.wait (earlier steps wrote them).
 __global__ void __launch_bounds__(128, 8) attn_decode_kernel(const AttnParams p) {
   const int split = blockIdx.x, h = blockIdx.y, r = blockIdx.z;
   const TlStamp tls(p.tl);
   // Everything read before pdl_wait() was written at least two kernels back (position, earlier KV slots, weights).
   AttnStep st = attn_step(p);
-  if (st.nsplit > (int)gridDim.x) __trap();
   if (split >= st.nsplit) return;
   attn_consts(p, st);
   KvRegs kv;
