@@ -5,27 +5,32 @@
 # bitwise), then REPS rounds of alternating quick benches (v0.1 and v0.5, batches 1 and 4), then the per-kernel
 # timeline (variant bit 21) of each configuration. Usage (device tool, repo root):
 #   BIN=.devcarry/s14b/cubeforge-gen CONFIGS="CUBEFORGE_GPT_OPROJ=0 CUBEFORGE_GPT_OPROJ=1" bash tools/device/env_ab.sh
+#   CONFIGS="BIN=.devcarry/new/cubeforge-gen BIN=.devcarry/base/cubeforge-gen" bash tools/device/env_ab.sh
 set -uo pipefail
 . tools/device/common.sh
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
-BIN=${BIN:?the binary}
+BIN=${BIN:-}
 CONFIGS=${CONFIGS:?configurations}
 REPS=${REPS:-2}
 export RUN_LOG_DIR=/tmp/envab-logs
 rm -rf "$RUN_LOG_DIR"; mkdir -p "$RUN_LOG_DIR"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
-withcfg() {  # withcfg CONFIG CMD...: CMD with the configuration's variables set
+withcfg() {  # withcfg CONFIG CMD...: CMD with the configuration's variables set and @BIN replaced by $BIN (which a
+            # configuration may set: "BIN=.devcarry/a/cubeforge-gen" compares binaries)
   local c=$1; shift
-  ( IFS=,; for kv in $c; do export "$kv"; done; "$@" )
+  ( IFS=,; for kv in $c; do export "$kv"; done; unset IFS
+    local args=() a
+    for a in "$@"; do [ "$a" = "@BIN" ] && a=$BIN; args+=("$a"); done
+    "${args[@]}" )
 }
 i=0
 for c in $CONFIGS; do
   i=$((i + 1))
   echo "config $i: $c"
-  withcfg "$c" run check_tiny_$i 90 "$BIN" cuda-check --synthetic tiny
+  withcfg "$c" run check_tiny_$i 90 @BIN cuda-check --synthetic tiny
   grep -E "rel L2 error|identical|DIFFER|digest|cuda-check|FAIL|rror|trap" "$RUN_LOG_DIR/check_tiny_$i.log" | head -12
   if [ "${CHECK01:-0}" = 1 ]; then
-    withcfg "$c" run check01_$i 240 "$BIN" cuda-check --synthetic v0.1
+    withcfg "$c" run check01_$i 240 @BIN cuda-check --synthetic v0.1
     grep -E "rel L2 error|identical|DIFFER|digest|cancel|cuda-check|FAIL|rror|trap" "$RUN_LOG_DIR/check01_$i.log" | head -12
   fi
 done
@@ -34,7 +39,7 @@ for r in $(seq "$REPS"); do
   for c in $CONFIGS; do
     i=$((i + 1))
     for m in v0.1 v0.5; do
-      withcfg "$c" run ab_${i}_${m}_$r 90 "$BIN" bench --synthetic $m --quick --batches 1,4 --reps 1 >/dev/null
+      withcfg "$c" run ab_${i}_${m}_$r 90 @BIN bench --synthetic $m --quick --batches 1,4 --reps 1 >/dev/null
       echo "config $i $m rep $r: $(grep -E "TPOT batch (1|4) " "$RUN_LOG_DIR/ab_${i}_${m}_$r.log" | sed 's/|//g; s/  */ /g' | tr '\n' ';')"
     done
   done
@@ -45,7 +50,7 @@ if [ "${TL:-1}" = 1 ]; then
   i=0
   for c in $CONFIGS; do
     i=$((i + 1))
-    withcfg "$c" run tl_$i 90 "$BIN" bench --synthetic "${TL_MODEL:-v0.1}" --quick --batches "${TL_BATCH:-1}" --reps 1 \
+    withcfg "$c" run tl_$i 90 @BIN bench --synthetic "${TL_MODEL:-v0.1}" --quick --batches "${TL_BATCH:-1}" --reps 1 \
       --variant 2097152
     echo "--- timeline config $i"
     grep -E "^timeline" "$RUN_LOG_DIR/tl_$i.log" | awk '/one step/ { n = 0 } { b[n++] = $0 } END { for (k = 0; k < n; ++k) print b[k] }'

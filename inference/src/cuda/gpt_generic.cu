@@ -20,6 +20,7 @@ using namespace generic;
 
 namespace {
 
+using detail::create_decode_stream;
 using detail::DeviceAllocations;
 using detail::host_ms;
 double now_ms() { return host_ms(); }
@@ -451,7 +452,7 @@ std::unique_ptr<GenericGptEngine> GenericGptEngine::create(const GptConfig& cfg,
   while (Vp < m.Vs) Vp <<= 1;
   if ((size_t)Vp * 8 + (kSelectThreads + 1) * 8 + 32 > (size_t)m.smem_optin)
     throw cubeforge::Error("CUDA GPT (generic kernels): top-p needs more shared memory than this GPU allows");
-  CF_CUDA(cudaStreamCreateWithFlags(&m.stream, cudaStreamNonBlocking));
+  m.stream = create_decode_stream();
   const double t0 = now_ms();
   m.load(weights);
   m.alloc_buffers();
