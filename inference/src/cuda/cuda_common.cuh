@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -25,19 +24,6 @@ typedef __nv_bfloat16 bf16;
     cudaError_t cf_e_ = (call);                                                            \
     if (cf_e_ != cudaSuccess) ::cubeforge::cuda::detail::throw_cuda(cf_e_, #call, __FILE__, __LINE__); \
   } while (0)
-
-// The GPT decode's stream (session 15): the device's highest stream priority, so that while live previews run on
-// the shape engine's stream (default, lowest priority) the block scheduler places the decode's pending blocks first;
-// running blocks are not preempted. CUBEFORGE_GPT_STREAM_PRIORITY=0 (measurement knob): the default priority.
-inline cudaStream_t create_decode_stream() {
-  int least = 0, greatest = 0;
-  CF_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-  const char* env = std::getenv("CUBEFORGE_GPT_STREAM_PRIORITY");
-  const int prio = (env && std::string(env) == "0") ? least : greatest;
-  cudaStream_t s = nullptr;
-  CF_CUDA(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, prio));
-  return s;
-}
 
 // The device allocations of one engine: alloc() fails with the engine's name, the size asked for and the GPU's free
 // memory ("the GPU is too small or busy"); bytes() is their total (at least 16 bytes each); all are freed with it.

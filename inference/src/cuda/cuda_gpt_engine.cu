@@ -910,7 +910,7 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
                  m.blocked ? "blocked" : "row-major", m.split_dec ? "bf16 hi + lo" : "bf16 only",
                  prop.l2CacheSize >> 20, m.diag_no_attn ? "; DIAGNOSTIC: no attention (wrong outputs)" : "",
                  m.diag_l2w ? "; DIAGNOSTIC: weights from one 2 MB L2-resident range (wrong outputs)" : "");
-  m.stream = create_decode_stream();
+  CF_CUDA(cudaStreamCreateWithFlags(&m.stream, cudaStreamNonBlocking));
   if (cublasCreate(&m.blas) != CUBLAS_STATUS_SUCCESS) throw cubeforge::Error("CUDA GPT: cublasCreate failed");
   CF_CUBLAS(cublasSetStream(m.blas, m.stream));
   CF_CUBLAS(cublasSetMathMode(m.blas, CUBLAS_DEFAULT_MATH));

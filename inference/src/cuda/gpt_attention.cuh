@@ -3,10 +3,6 @@
 #pragma once
 #include "gpt_device.cuh"
 
-#ifndef CF_ATTN_V
-#define CF_ATTN_V 0  // session 15 A/B (temporary): 1 q/k norm in registers, 2 + one-barrier softmax
-#endif
-
 namespace cubeforge::cuda::detail {
 
 // ---- decode attention (flash-decoding): q/k RMSNorm + RoPE + KV write + split softmax + last-block combine -------
@@ -69,13 +65,8 @@ __device__ inline void norm_rope_qk(float qraw, float kraw, float wq, float wk, 
 // This step's constants of a decode attention launch (read before the wait: the position and weights).
 struct AttnStep {
   int pos, cur, L, nsplit;
-#if CF_ATTN_V >= 1
-  float4 cs;        // RoPE (cos, sin) of this lane's two dimension pairs (4 lane .. 4 lane + 3) at pos
-  float4 wqn, wkn;  // q / k RMSNorm weights of this lane's four dimensions
-#else
   float2 cs;        // RoPE (cos, sin) of this thread's dimension pair at pos
   float wqn, wkn;   // q / k RMSNorm weights of this thread's dimension
-#endif
 };
 // The position and the prefix it gives (cs / wqn / wkn: attn_consts, after the early return of blocks past it).
 __device__ __forceinline__ AttnStep attn_step(const AttnParams& p) {
@@ -87,31 +78,9 @@ __device__ __forceinline__ AttnStep attn_step(const AttnParams& p) {
   return st;
 }
 __device__ __forceinline__ void attn_consts(const AttnParams& p, AttnStep& st) {
-#if CF_ATTN_V >= 1
-  const int lane = threadIdx.x & 31;
-  st.cs = reinterpret_cast<const float4*>(p.rope + st.pos * (HD / 2))[lane];
-  st.wqn = reinterpret_cast<const float4*>(p.qnorm)[lane];
-  st.wkn = reinterpret_cast<const float4*>(p.knorm)[lane];
-#else
   st.cs = p.rope[st.pos * (HD / 2) + threadIdx.x / 2];
   st.wqn = p.qnorm[threadIdx.x];
   st.wkn = p.knorm[threadIdx.x];
-#endif
-}
-
-// RMSNorm (eps 1e-5) then interleaved RoPE of a lane's four dimensions 4 lane .. 4 lane + 3 (two RoPE pairs), the
-// sum of squares over the head by one warp reduction: every warp gets the whole normalised vector's lane slice with
-// no block barrier (session 15). All fp32, _rn intrinsics (no contraction).
-__device__ __forceinline__ float4 rms_rope4(float4 raw, float4 w, float4 cs) {
-  float ss = __fmaf_rn(raw.w, raw.w, __fmaf_rn(raw.z, raw.z, __fmaf_rn(raw.y, raw.y, __fmul_rn(raw.x, raw.x))));
-  ss = warp_sum(ss);
-  const float inv = rsqrtf(__fmaf_rn(ss, 1.f / HD, 1e-5f));
-  const float y0 = __fmul_rn(__fmul_rn(raw.x, inv), w.x), y1 = __fmul_rn(__fmul_rn(raw.y, inv), w.y);
-  const float y2 = __fmul_rn(__fmul_rn(raw.z, inv), w.z), y3 = __fmul_rn(__fmul_rn(raw.w, inv), w.w);
-  return make_float4(__fsub_rn(__fmul_rn(y0, cs.x), __fmul_rn(y1, cs.y)),
-                     __fadd_rn(__fmul_rn(y0, cs.y), __fmul_rn(y1, cs.x)),
-                     __fsub_rn(__fmul_rn(y2, cs.z), __fmul_rn(y3, cs.w)),
-                     __fadd_rn(__fmul_rn(y2, cs.w), __fmul_rn(y3, cs.z)));
 }
 
 // A lane's keys and values of one split: four bf16 dimensions of key j0 + 8 warp + kk per entry.
@@ -147,106 +116,6 @@ __device__ __forceinline__ void attn_split(const AttnParams& p, const AttnStep& 
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int cur = st.cur, L = st.L, nsplit = st.nsplit, j0 = split * ACH;
   const size_t base = (size_t)(r * H + h) * p.T * HD;
-#if CF_ATTN_V >= 1
-  __shared__ __align__(16) float wm[4], wl[4], ow[4][HD];
-  __shared__ int last;
-  const bool has_cur = cur < L && cur >= j0 && cur < j0 + ACH;
-  // q (and in the split holding the current slot k and v) as this lane's four dimensions, normalised and rotated in
-  // registers by every warp; the current key / value as cached (bf16), so every step sees the same values for it
-  const float4* qrow4 = reinterpret_cast<const float4*>(p.qkv + (size_t)r * QKV_LD + h * HD);
-  const float4 q4 = rms_rope4(__ldcg(qrow4 + lane), st.wqn, st.cs);
-  float4 kcur = make_float4(0.f, 0.f, 0.f, 0.f), vcur = kcur;
-  if (has_cur) {  // block-uniform branch
-    const float4 k4 = rms_rope4(__ldcg(qrow4 + D / 4 + lane), st.wkn, st.cs);
-    const float4 vraw = __ldcg(qrow4 + 2 * D / 4 + lane);
-    const __nv_bfloat162 k01 = __floats2bfloat162_rn(k4.x, k4.y), k23 = __floats2bfloat162_rn(k4.z, k4.w);
-    const __nv_bfloat162 v01 = __floats2bfloat162_rn(vraw.x, vraw.y), v23 = __floats2bfloat162_rn(vraw.z, vraw.w);
-    kcur = make_float4(__low2float(k01), __high2float(k01), __low2float(k23), __high2float(k23));
-    vcur = make_float4(__low2float(v01), __high2float(v01), __low2float(v23), __high2float(v23));
-    if (warp == 0) {
-      uint2 kw, vw;
-      kw.x = *reinterpret_cast<const unsigned*>(&k01);
-      kw.y = *reinterpret_cast<const unsigned*>(&k23);
-      vw.x = *reinterpret_cast<const unsigned*>(&v01);
-      vw.y = *reinterpret_cast<const unsigned*>(&v23);
-      *reinterpret_cast<uint2*>(p.kc + base + (size_t)cur * HD + lane * 4) = kw;
-      *reinterpret_cast<uint2*>(p.vc + base + (size_t)cur * HD + lane * 4) = vw;
-    }
-  }
-  constexpr float scale = 0.08838834764831845f;  // 1/sqrt(128)
-  float sc[AKPW];
-  float mloc = -INFINITY;
-#pragma unroll
-  for (int kk = 0; kk < AKPW; ++kk) {
-    const int j = j0 + warp * AKPW + kk;
-    float k0, k1, k2, k3;
-    if (j == cur && has_cur) {
-      k0 = kcur.x;
-      k1 = kcur.y;
-      k2 = kcur.z;
-      k3 = kcur.w;
-    } else {
-      const uint2 kw = kv.kr[kk];
-      k0 = bf_lo(kw.x);
-      k1 = bf_hi(kw.x);
-      k2 = bf_lo(kw.y);
-      k3 = bf_hi(kw.y);
-    }
-    float d = __fmaf_rn(q4.w, k3, __fmaf_rn(q4.z, k2, __fmaf_rn(q4.x, k0, __fmul_rn(q4.y, k1))));
-    d = warp_sum(d);
-    sc[kk] = (j < L) ? __fmul_rn(d, scale) : -INFINITY;
-    mloc = fmaxf(mloc, sc[kk]);
-  }
-#if CF_ATTN_V >= 2
-  const float m = mloc;  // this warp's max; the warps' partials are rescaled to the block's max after one barrier
-#else
-  if (lane == 0) wm[warp] = mloc;
-  __syncthreads();
-  const float m = fmaxf(fmaxf(wm[0], wm[1]), fmaxf(wm[2], wm[3]));
-#endif
-  float l = 0.f, o0 = 0.f, o1 = 0.f, o2 = 0.f, o3 = 0.f;
-#pragma unroll
-  for (int kk = 0; kk < AKPW; ++kk) {
-    const int j = j0 + warp * AKPW + kk;
-    const float pj = (j < L) ? __expf(sc[kk] - m) : 0.f;
-    float v0, v1, v2, v3;
-    if (j == cur && has_cur) {
-      v0 = vcur.x;
-      v1 = vcur.y;
-      v2 = vcur.z;
-      v3 = vcur.w;
-    } else {
-      const uint2 vw = kv.vr[kk];
-      v0 = bf_lo(vw.x);
-      v1 = bf_hi(vw.x);
-      v2 = bf_lo(vw.y);
-      v3 = bf_hi(vw.y);
-    }
-    l += pj;
-    o0 = __fmaf_rn(pj, v0, o0);
-    o1 = __fmaf_rn(pj, v1, o1);
-    o2 = __fmaf_rn(pj, v2, o2);
-    o3 = __fmaf_rn(pj, v3, o3);
-  }
-  *reinterpret_cast<float4*>(&ow[warp][lane * 4]) = make_float4(o0, o1, o2, o3);
-#if CF_ATTN_V >= 2
-  if (lane == 0) {
-    wl[warp] = l;
-    wm[warp] = m;
-  }
-  __syncthreads();
-  const float mb = fmaxf(fmaxf(wm[0], wm[1]), fmaxf(wm[2], wm[3]));
-  // a warp whose keys are all past the prefix has m = -inf: its factor is 0 (and its sums are 0)
-  const float f0 = __expf(wm[0] - mb), f1 = __expf(wm[1] - mb), f2 = __expf(wm[2] - mb), f3 = __expf(wm[3] - mb);
-  const float od = __fmaf_rn(ow[3][tid], f3, __fmaf_rn(ow[2][tid], f2, __fmaf_rn(ow[1][tid], f1, __fmul_rn(ow[0][tid], f0))));
-  const float lsum = __fmaf_rn(wl[3], f3, __fmaf_rn(wl[2], f2, __fmaf_rn(wl[1], f1, __fmul_rn(wl[0], f0))));
-#else
-  if (lane == 0) wl[warp] = l;
-  __syncthreads();
-  const float od = ow[0][tid] + ow[1][tid] + ow[2][tid] + ow[3][tid];
-  const float lsum = wl[0] + wl[1] + wl[2] + wl[3];
-#endif
-#else
   __shared__ __align__(16) float qs[HD], kn[HD], vn[HD], red4[8], wm[4], wl[4], ow[4][HD];
   __shared__ int last;
   const float* qrow = p.qkv + (size_t)r * QKV_LD + h * HD;
@@ -328,7 +197,6 @@ __device__ __forceinline__ void attn_split(const AttnParams& p, const AttnStep& 
   __syncthreads();
   const float od = ow[0][tid] + ow[1][tid] + ow[2][tid] + ow[3][tid];
   const float lsum = wl[0] + wl[1] + wl[2] + wl[3];
-#endif
   if (nsplit == 1) {
     split_store(p.out, p.out_lo, (size_t)r * D + h * HD + tid, od / lsum);
     return;
@@ -336,11 +204,7 @@ __device__ __forceinline__ void attn_split(const AttnParams& p, const AttnStep& 
   float* mypart = p.part + ((size_t)(r * H + h) * p.maxs + split) * (HD + 2);
   mypart[tid] = od;
   if (tid == 0) {
-#if CF_ATTN_V >= 2
-    mypart[HD] = mb;
-#else
     mypart[HD] = m;
-#endif
     mypart[HD + 1] = lsum;
   }
   __syncthreads();

@@ -20,7 +20,6 @@ using namespace generic;
 
 namespace {
 
-using detail::create_decode_stream;
 using detail::DeviceAllocations;
 using detail::host_ms;
 double now_ms() { return host_ms(); }
@@ -452,7 +451,7 @@ std::unique_ptr<GenericGptEngine> GenericGptEngine::create(const GptConfig& cfg,
   while (Vp < m.Vs) Vp <<= 1;
   if ((size_t)Vp * 8 + (kSelectThreads + 1) * 8 + 32 > (size_t)m.smem_optin)
     throw cubeforge::Error("CUDA GPT (generic kernels): top-p needs more shared memory than this GPU allows");
-  m.stream = create_decode_stream();
+  CF_CUDA(cudaStreamCreateWithFlags(&m.stream, cudaStreamNonBlocking));
   const double t0 = now_ms();
   m.load(weights);
   m.alloc_buffers();
