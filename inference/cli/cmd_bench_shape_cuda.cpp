@@ -26,6 +26,7 @@
 #include "cubeforge/cuda_gpt.h"
 #include "cubeforge/cuda_shape.h"
 #include "cubeforge/error.h"
+#include "cubeforge/generation.h"
 #include "cubeforge/grid.h"
 #include "cubeforge/marching_cubes.h"
 #include "cubeforge/mesh_metrics.h"
@@ -661,17 +662,26 @@ void run_e2e(const std::string& preset, const Args& args) {
   // Live previews on the shape engine's stream while the GPT decodes: what the pipeline does (Cube3D::generate calls
   // the preview from the token callback; the GPT keeps queue_depth graph launches in flight meanwhile).
   std::printf("TPOT with live previews (prefix -> mean-code latents, rb 5 grid adaptive from rb 4 margin 0.5, device MC):\n");
-  for (int every : {0, 64, 16}) {
+  // Fixed intervals of 64 and 16 tokens, then the sidebar's default: from 16 tokens, grown by Cube3D::generate's
+  // rule (next_preview_interval, max_overhead 0.10).
+  struct PreviewRun {
+    int every;
+    bool adaptive;
+  };
+  for (const PreviewRun pr : {PreviewRun{0, false}, PreviewRun{64, false}, PreviewRun{16, false}, PreviewRun{16, true}}) {
+    PreviewOptions popt;
+    popt.every = pr.every;
+    popt.adaptive = pr.adaptive;
     for (int r = 0; r < 2; ++r) {
       std::vector<int> prefix;
-      int previews = 0;
+      int previews = 0, next = pr.every, interval = pr.every;
       double preview_ms = 0;
       cuda::GenerateOptions o = g;
-      o.on_token = [&](int index, int variation, int32_t token, double) {
+      o.on_token = [&](int index, int variation, int32_t token, double seconds) {
         if (variation != 0) return;
         prefix.push_back(std::clamp(int(token), 0, scfg.num_codes - 1));
         const int k = index + 1;
-        if (every <= 0 || k % every != 0 || k >= N) return;
+        if (pr.every <= 0 || k != next || k >= N) return;
         const auto tp = Clock::now();
         shp->decode_preview(prefix);
         cuda::GpuGridOptions go;
@@ -680,16 +690,20 @@ void run_e2e(const std::string& preset, const Args& args) {
         go.copy_values = false;
         shp->grid(5, go);
         const Mesh pm = shp->marching_cubes();
-        preview_ms += ms_since(tp);
+        const double cost = ms_since(tp);
+        preview_ms += cost;
         ++previews;
         (void)pm;
+        interval = next_preview_interval(popt, interval, cost, seconds * 1000.0 / k);
+        next = k + interval;
       };
       cuda::GenerateStats st;
       double w;
       decode(o, &st, &w);
-      std::printf("  previews every %3d tokens (run %d): TPOT %.4f ms, GPT wall %.1f ms, %d previews, %.2f ms each "
+      std::printf("  previews %s %3d tokens (run %d): TPOT %.4f ms, GPT wall %.1f ms, %d previews, %.2f ms each "
                   "(host clock incl. sync)\n",
-                  every, r + 1, st.decode_ms / (N - 1), w, previews, previews ? preview_ms / previews : 0.0);
+                  pr.adaptive ? "adaptive from" : "every        ", pr.every, r + 1, st.decode_ms / (N - 1), w, previews,
+                  previews ? preview_ms / previews : 0.0);
       std::fflush(stdout);
     }
   }

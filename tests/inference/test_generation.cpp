@@ -241,6 +241,21 @@ TEST_F(GenerationTest, MeshAndPreviewsArriveBeforeCompletion) {
   EXPECT_GT(res.stats.total_ms, 0);
 }
 
+// The adaptive preview interval keeps preview time within max_overhead of the decode time: an 8 ms preview at
+// 0.89 ms per token and 10% needs 90 tokens (the GPU v0.5 case); a cheap preview keeps `every`.
+TEST(PreviewInterval, GrowsToKeepPreviewsWithinTheOverheadBudget) {
+  PreviewOptions po;
+  po.every = 16;
+  po.max_overhead = 0.10f;
+  EXPECT_EQ(next_preview_interval(po, 16, 8.0, 0.89), 90);
+  EXPECT_EQ(next_preview_interval(po, 90, 0.5, 0.89), 16);   // cheap preview: back to every
+  EXPECT_EQ(next_preview_interval(po, 40, 8.0, 0.0), 40);    // no step time yet: unchanged
+  po.max_overhead = 0.05f;
+  EXPECT_EQ(next_preview_interval(po, 16, 8.0, 0.89), 180);
+  po.adaptive = false;
+  EXPECT_EQ(next_preview_interval(po, 16, 8.0, 0.89), 16);
+}
+
 TEST_F(GenerationTest, TokensToMeshPassesTheAdaptiveRuleOptions) {
   MeshOptions mo;
   mo.resolution_base = 6;

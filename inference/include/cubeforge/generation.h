@@ -2,7 +2,9 @@
 // (streamed through a per-token callback) → mesh. Requests are validated up front with clear errors;
 // cancellation is honoured within one token step; timing statistics come back with every result.
 #pragma once
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -83,6 +85,15 @@ struct PreviewOptions {
   float max_overhead = 0.10f;
   int resolution_base = 5;
 };
+
+// Tokens until the next live preview after one that took preview_ms, at mean_step_ms of decode per token so far:
+// `every`, grown (adaptive) to preview_ms / (max_overhead x mean_step_ms); `interval` (the current one) when there is
+// no step time yet. Cube3D::generate's rule; the GPU bench times the decode under it (bench-shape-gpu --e2e).
+inline int next_preview_interval(const PreviewOptions& p, int interval, double preview_ms, double mean_step_ms) {
+  if (!p.adaptive) return interval;
+  const int need = mean_step_ms > 0 ? int(std::ceil(preview_ms / (p.max_overhead * mean_step_ms))) : interval;
+  return std::max(p.every, need);
+}
 
 struct GenerationStats {
   double text_ms = 0;       // tokenizer + CLIP + projection

@@ -165,12 +165,8 @@ ShapeResult Cube3D::generate(const GenerationRequest& req, const MeshOptions& mo
     res.stats.preview_ms_total += preview_cost;
     if (res.stats.first_preview_ms == 0) res.stats.first_preview_ms = ms_since(t0);
     preview_cb(k, m);
-    if (popt.adaptive && k > 0) {
-      // Keep preview time ≤ max_overhead × decode time: interval ≥ cost / (overhead × mean step time).
-      const double step = decode_ms / k;
-      const int need = step > 0 ? int(std::ceil(preview_cost / (popt.max_overhead * step))) : interval;
-      interval = std::max(popt.every, need);
-    }
+    // Keep preview time ≤ max_overhead × decode time: interval ≥ cost / (overhead × mean step time).
+    interval = next_preview_interval(popt, interval, preview_cost, decode_ms / k);
     next_preview = k + interval;
   };
   TokenResult tr = generate_tokens(req, token_cb, cancel);
