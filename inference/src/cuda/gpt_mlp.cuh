@@ -64,10 +64,7 @@ __device__ __forceinline__ unsigned long long ld_acquire_u64(const unsigned long
 // WIDE (more than 2 rows): more loads in flight in the LN prologue and the final sum, at the price of registers;
 // without it (one prompt) at most 72 registers, so one qkv GEMV block fits beside the MLP block and starts early.
 template <bool M16, bool WIDE>
-#ifndef CF_MLP_WIDE_MINB
-#define CF_MLP_WIDE_MINB 1  // session 15 A/B (temporary): 2 caps the WIDE kernel at 78 registers
-#endif
-__global__ void __launch_bounds__(MLP_THREADS, WIDE ? CF_MLP_WIDE_MINB : 2) mlp_kernel(const MlpParams p) {
+__global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const MlpParams p) {
   constexpr int AST = D + 32;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
   const int b = blockIdx.x, R = p.g.R, S = p.nst;
