@@ -284,7 +284,7 @@ int run_bench(int argc, char** argv) {
   std::printf("| achieved bandwidth | %.0f GB/s = %.0f%% of copy %.0f GB/s (floor %.4f ms) |\n",
               bytes1 / (tp * 1e-3) / 1e9, bytes1 / (tp * 1e-3) / copy_bw * 100, copy_bw / 1e9, bytes1 / copy_bw * 1e3);
   for (auto& b : batch_tpot)
-    std::printf("| TPOT batch %d (%d rows) | %.4f ms (%.2fx B1) |\n", b.first, 2 * b.first, b.second,
+    std::printf("| TPOT batch %d (%d rows) | %.4f ms (%.3fx B1) |\n", b.first, 2 * b.first, b.second,
                 b.second / batch_tpot.front().second);
   return 0;
 }

@@ -6,6 +6,9 @@
 # Session 10 ran it for its experiments (commits 561211b, ed08330, 5f2d9ac, with AB_ENV=CUBEFORGE_GPT_MLP /
 # CUBEFORGE_GPT_OGU / CUBEFORGE_GPT_DNCL, AB_VALUES="1 0").
 # Carry the standalone binaries' folders (tools/device/build_cuda_gpt.sh DIR).
+# Since session 15, env_ab.sh does the A/B part better (configurations of several variables and/or binaries, v0.1
+# and v0.5 at batches 1 and 4, a timeline of any model and batch); this script stays for its staged full runs
+# (smoke, check, bench, memcheck of one binary), which the documented commands of sessions 10-14 use.
 # Usage (device tool, repo root):
 #   BIN=.devcarry/s13/cubeforge-gen AB_ENV=CUBEFORGE_GPT_MLP AB_VALUES="1 0" \
 #     STAGES=smoke,ab,tl,check,bench,memcheck bash tools/device/ab_run.sh
