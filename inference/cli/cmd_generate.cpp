@@ -28,7 +28,7 @@ using Clock = std::chrono::steady_clock;
 
 int run(int argc, char** argv) {
   CLI::App app{"Generate a 3D mesh from a text prompt", argv[0]};
-  std::string model_dir, clip_dir, prompt, out, mode = "adaptive", attention = "reference", bbox_s, backend = "auto";
+  std::string model_dir, clip_dir, prompt, negative_prompt, out, mode = "adaptive", attention = "reference", bbox_s, backend = "auto";
   int rb = 6, max_faces = 0, preview_every = 0, threads = 0, coarse_rb = 5;
   float margin = cubeforge::MeshOptions{}.adaptive_margin;
   bool fixed_margin = false;
@@ -39,6 +39,8 @@ int run(int argc, char** argv) {
   app.add_option("--model", model_dir, "model directory (default: the shipped default model)");
   app.add_option("--clip", clip_dir, "CLIP text model directory (default: <model>/clip)");
   app.add_option("--prompt,-p", prompt, "text prompt")->required();
+  app.add_option("--negative-prompt", negative_prompt,
+                 "what the shape should not be: guidance steers away from it (needs guidance > 0)");
   app.add_option("-o,--output", out, "output mesh file (.glb .gltf .obj .ply .stl .fbx)");
   app.add_option("--resolution", rb, "resolution base rb: (2^rb+1)^3 grid, 4..9")->check(CLI::Range(4, 9));
   app.add_option("--mode", mode, "occupancy evaluation: dense | adaptive")->check(CLI::IsMember({"dense", "adaptive"}));
@@ -71,6 +73,7 @@ int run(int argc, char** argv) {
   cubeforge::set_cpu_threads(threads);
   cubeforge::GenerationRequest req;
   req.prompt = prompt;
+  req.negative_prompt = negative_prompt;
   req.seed = seed;
   req.guidance = guidance;
   if (top_p >= 0) req.top_p = top_p;
@@ -161,7 +164,7 @@ int run(int argc, char** argv) {
   // between token times (on the CUDA path: device step times, spread evenly within each captured graph chunk).
   const double tpot_mean = res.tokens.empty() ? 0 : (s.gpt_ms - s.prefill_ms) / double(res.tokens.size());
   nlohmann::json j = {
-      {"prompt", prompt},          {"tokens", res.tokens.size()},       {"backend", s.backend},
+      {"prompt", prompt},          {"negative_prompt", negative_prompt}, {"tokens", res.tokens.size()}, {"backend", s.backend},
       {"text_backend", s.text_backend}, {"shape_backend", s.shape_backend}, {"runs_total_ms", runs_total_ms},
       {"load_ms", load_ms},        {"warm_up_ms", warm_up_ms},          {"text_ms", s.text_ms},              {"prefill_ms", s.prefill_ms},
       {"ttft_ms", s.ttft_ms},      {"gpt_ms", s.gpt_ms},                {"tpot_mean_ms", tpot_mean}, {"tpot_p50_ms", percentile(steps, 0.5)},
@@ -171,7 +174,8 @@ int run(int argc, char** argv) {
       {"points_evaluated", s.points_evaluated}, {"points_dense", s.points_dense},
       {"vertices", res.mesh.vertex_count()}, {"faces", res.mesh.face_count()}, {"faces_before_decimation", faces_before},
       {"previews", s.previews},    {"first_preview_ms", s.first_preview_ms}, {"preview_ms_total", s.preview_ms_total},
-      {"prompt_truncated", s.prompt_truncated}, {"unknown_words", s.unknown_words}, {"output", out}};
+      {"prompt_truncated", s.prompt_truncated}, {"negative_prompt_truncated", s.negative_prompt_truncated},
+      {"unknown_words", s.unknown_words}, {"output", out}};
   if (json) {
     std::printf("%s\n", j.dump(2).c_str());
   } else {
@@ -186,6 +190,8 @@ int run(int argc, char** argv) {
     if (s.previews) std::printf("previews: %d, first at %.1f ms, %.1f ms in all\n", s.previews, s.first_preview_ms, s.preview_ms_total);
   }
   if (s.prompt_truncated) std::fprintf(stderr, "warning: the prompt was longer than 77 CLIP tokens and was truncated\n");
+  if (s.negative_prompt_truncated)
+    std::fprintf(stderr, "warning: the negative prompt was longer than 77 CLIP tokens and was truncated\n");
   return 0;
 }
 

@@ -231,6 +231,9 @@ void Controller::finish_job(const JobEvent& ev, JobView& v) {
     const GenerationStats& st = out.stats;
     if (st.prompt_truncated && !v.prompt_checked)
       message(MsgLevel::Warning, "The prompt was longer than 77 tokens and was truncated: the end of it was ignored.");
+    if (st.negative_prompt_truncated)
+      message(MsgLevel::Warning,
+              "The negative prompt was longer than 77 tokens and was truncated: the end of it was ignored.");
     if (!st.unknown_words.empty() && !v.prompt_checked && v.purpose != "batch") {
       PromptCheck pc;
       pc.unknown_words = st.unknown_words;

@@ -11,6 +11,7 @@ namespace cubeforge::ai {
 
 json to_json(const FormSettings& f) {
   return json{{"prompt", f.prompt},
+              {"negative_prompt", f.negative_prompt},
               {"seed", f.seed},
               {"new_seed_each_run", f.new_seed_each_run},
               {"guidance", f.guidance},
@@ -51,6 +52,7 @@ void apply(FormSettings& f, const json& j, bool strict) {
     return;
   }
   take(j, "prompt", f.prompt, strict);
+  take(j, "negative_prompt", f.negative_prompt, strict);
   take(j, "seed", f.seed, strict);
   take(j, "new_seed_each_run", f.new_seed_each_run, strict);
   take(j, "guidance", f.guidance, strict);
@@ -103,6 +105,7 @@ JobSpec make_spec(const FormSettings& f, const std::string& model_dir, bool mode
   s.request.prompt = f.prompt;
   s.request.seed = f.seed;
   s.request.guidance = f.guidance;
+  if (f.guidance > 0) s.request.negative_prompt = f.negative_prompt;  // the field is off without guidance
   if (f.top_p) s.request.top_p = f.top_p_value;
   if (f.use_bbox && model_takes_bbox) s.request.bbox = f.bbox;
   s.request.attention = f.attention;
@@ -124,6 +127,7 @@ JobSpec make_spec(const FormSettings& f, const std::string& model_dir, bool mode
 json spec_to_json(const JobSpec& s) {
   json j{{"model_dir", s.model_dir},
          {"prompt", s.request.prompt},
+         {"negative_prompt", s.request.negative_prompt},
          {"seed", s.request.seed},
          {"guidance", s.request.guidance},
          {"attention", to_string(s.request.attention)},
@@ -143,6 +147,7 @@ JobSpec spec_from_json(const json& j) {
   if (!j.is_object()) throw Error("job settings must be a JSON object");
   s.model_dir = j.value("model_dir", "");
   s.request.prompt = j.value("prompt", "");
+  s.request.negative_prompt = j.value("negative_prompt", "");
   s.request.seed = j.value("seed", std::uint64_t(0));
   s.request.guidance = j.value("guidance", 3.0f);
   s.request.attention = attention_mode_from_string(j.value("attention", std::string("reference")));

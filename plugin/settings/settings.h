@@ -13,6 +13,7 @@ namespace cubeforge::ai {
 
 struct FormSettings {
   std::string prompt;
+  std::string negative_prompt;       // used with guidance > 0 (GenerationRequest::negative_prompt)
   std::uint64_t seed = 42;
   bool new_seed_each_run = false;    // pick a fresh seed after every generation
   float guidance = 3.0f;

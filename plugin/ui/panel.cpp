@@ -204,6 +204,11 @@ void Panel::settings_section(bool busy) {
 
   changed |= ImGui::SliderFloat("Guidance", &f.guidance, 0.f, 10.f, "%.1f");
   help_marker("Classifier-free guidance scale. 0 disables guidance (faster: one text branch).");
+  ImGui::BeginDisabled(f.guidance <= 0.f);
+  changed |= ImGui::InputTextWithHint("Negative", "what it should not be", &f.negative_prompt);
+  ImGui::EndDisabled();
+  help_marker("Negative prompt: guidance steers away from this text instead of from an empty prompt. "
+              "Needs guidance > 0.");
 
   int sampling = f.top_p ? 1 : 0;
   changed |= ImGui::RadioButton("Greedy", &sampling, 0);

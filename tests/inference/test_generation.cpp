@@ -177,6 +177,17 @@ TEST_F(GenerationTest, BadRequestsAreRejected) {
   EXPECT_NE(with([](auto& r) { r.bbox = std::array<float, 3>{1, 0, 1}; }).find("positive"), std::string::npos);
   EXPECT_NE(with([](auto& r) { r.bbox = std::array<float, 3>{1, NAN, 1}; }).find("positive"), std::string::npos);
   EXPECT_NO_THROW(with([](auto& r) { r.bbox = std::array<float, 3>{1, 2, 1}; }));
+  // A negative prompt replaces the unconditional branch, so it needs guidance; a blank one is no negative prompt.
+  EXPECT_NE(with([](auto& r) {
+              r.negative_prompt = "a table";
+              r.guidance = 0;
+            }).find("negative prompt needs guidance"),
+            std::string::npos);
+  EXPECT_NO_THROW(with([](auto& r) {
+    r.negative_prompt = "  ";
+    r.guidance = 0;
+  }));
+  EXPECT_NO_THROW(with([](auto& r) { r.negative_prompt = "a table"; }));
   // A v0.1-layout model takes no bounding box.
   ModelConfig v01 = cfg;
   v01.gpt.use_bbox = false;
@@ -186,6 +197,30 @@ TEST_F(GenerationTest, BadRequestsAreRejected) {
   // generate_tokens validates too.
   GenerationRequest e;
   EXPECT_NE(error_of([&] { model_->generate_tokens(e); }).find("empty"), std::string::npos);
+}
+
+// The negative prompt is encoded in the unconditional branch's place: an empty or blank one leaves the reference's
+// empty-string branch (the same tokens), a real one changes the guided tokens; a long one is reported as truncated.
+TEST_F(GenerationTest, NegativePromptReplacesTheUnconditionalBranch) {
+  GenerationRequest a;
+  a.prompt = "a tall lamp";
+  const auto base = model_->generate_tokens(a);
+  EXPECT_FALSE(base.stats.negative_prompt_truncated);
+  GenerationRequest blank = a;
+  blank.negative_prompt = " \t ";
+  EXPECT_EQ(model_->generate_tokens(blank).tokens, base.tokens);
+  GenerationRequest neg = a;
+  neg.negative_prompt = "a round table with four legs";
+  const auto with_neg = model_->generate_tokens(neg);
+  EXPECT_NE(with_neg.tokens, base.tokens);
+  EXPECT_EQ(model_->generate_tokens(neg).tokens, with_neg.tokens);  // deterministic
+  EXPECT_FALSE(with_neg.stats.negative_prompt_truncated);
+  std::string long_text;
+  for (int i = 0; i < 100; ++i) long_text += "chair ";
+  neg.negative_prompt = long_text;
+  EXPECT_TRUE(model_->generate_tokens(neg).stats.negative_prompt_truncated);
+  // The default prompt's branch is still the cached empty string after a negative prompt was used.
+  EXPECT_EQ(model_->generate_tokens(a).tokens, base.tokens);
 }
 
 TEST_F(GenerationTest, BoundingBoxConditionsTheLogits) {

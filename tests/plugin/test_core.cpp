@@ -108,6 +108,25 @@ TEST(AiSettings, FormRoundTripAndStrictApply) {
   EXPECT_EQ(t.request.seed, 123456789012ull);
 }
 
+// The negative prompt travels form -> JSON -> job -> history spec, and only with guidance (the field is disabled at
+// guidance 0, where the request would be rejected).
+TEST(AiSettings, NegativePromptReachesTheJobOnlyWithGuidance) {
+  FormSettings f;
+  f.prompt = "a lamp";
+  f.negative_prompt = "a table";
+  EXPECT_EQ(form_from_json(to_json(f)).negative_prompt, "a table");
+  FormSettings g;
+  apply_json(g, json{{"negative_prompt", "a chair"}});
+  EXPECT_EQ(g.negative_prompt, "a chair");
+  EXPECT_THROW(apply_json(g, json{{"negative_prompt", 3}}), Error);
+  const JobSpec s = make_spec(f, "/m", false);
+  EXPECT_EQ(s.request.negative_prompt, "a table");
+  EXPECT_EQ(spec_from_json(spec_to_json(s)).request.negative_prompt, "a table");
+  f.guidance = 0.f;
+  EXPECT_EQ(make_spec(f, "/m", false).request.negative_prompt, "");
+  EXPECT_EQ(spec_from_json(json{{"prompt", "a lamp"}}).request.negative_prompt, "");  // older history entries
+}
+
 TEST(AiLatency, Percentiles) {
   std::vector<double> v;
   for (int i = 1; i <= 100; ++i) v.push_back(i);

@@ -44,6 +44,9 @@ struct ModelFiles {
 
 struct GenerationRequest {
   std::string prompt;
+  // Negative prompt: with guidance, the unconditional branch encodes this text instead of the empty string, so the
+  // guided logits (1 + γ)·cond − γ·uncond steer away from it. Empty (or blank): the reference's empty-string branch.
+  std::string negative_prompt;
   uint64_t seed = 0;
   float guidance = 3.0f;                 // 0 disables classifier-free guidance
   std::optional<float> top_p;            // nullopt: greedy (argmax); else nucleus sampling with this p in (0, 1]
@@ -102,6 +105,7 @@ struct GenerationStats {
   double gpt_ms = 0;        // prefill + all decode steps
   std::vector<double> token_ms;  // time of every token since the start
   bool prompt_truncated = false;
+  bool negative_prompt_truncated = false;
   std::vector<std::string> unknown_words;  // prompt words not in the model's known-word list (when it ships one)
   std::string backend = "cpu";
   std::string shape_backend = "cpu";  // tokens → mesh: "cuda (...)", "cpu", or "cpu (GPU failed: ...)"

@@ -68,6 +68,14 @@ ModelFiles ModelFiles::from_golden_case(const std::string& prefix) {
   return f;
 }
 
+namespace {
+bool is_blank(const std::string& text) {
+  for (char ch : text)
+    if (!std::isspace(static_cast<unsigned char>(ch))) return false;
+  return true;
+}
+}  // namespace
+
 void validate_request(const GenerationRequest& r, const ModelConfig& cfg) {
   if (!std::isfinite(r.guidance) || r.guidance < 0) throw Error("guidance must be a finite number ≥ 0");
   if (r.top_p && !(*r.top_p > 0.0f && *r.top_p <= 1.0f)) throw Error("top_p must be in (0, 1]");
@@ -77,10 +85,9 @@ void validate_request(const GenerationRequest& r, const ModelConfig& cfg) {
     for (float v : *r.bbox)
       if (!std::isfinite(v) || v <= 0) throw Error("bounding box sides must be finite and positive");
   }
-  bool blank = true;
-  for (char ch : r.prompt)
-    if (!std::isspace(static_cast<unsigned char>(ch))) blank = false;
-  if (blank) throw Error("the prompt is empty");
+  if (is_blank(r.prompt)) throw Error("the prompt is empty");
+  if (!is_blank(r.negative_prompt) && !(r.guidance > 0))
+    throw Error("a negative prompt needs guidance > 0 (it replaces the empty prompt of the unconditional branch)");
 }
 
 void set_cpu_threads(int n) { cpu::set_num_threads(n); }
@@ -274,7 +281,13 @@ TokenResult Cube3D::generate_tokens(const GenerationRequest& req, const TokenCal
   std::vector<float> hidden;
   std::string text_backend;
   encode_text(enc.input_ids, enc.attention_mask, 1, hidden, nullptr, &text_backend);
-  if (cfg_on) {
+  if (cfg_on && !is_blank(req.negative_prompt)) {  // the negative prompt takes the empty string's place
+    auto neg = tokenizer_->encode(req.negative_prompt);
+    res.stats.negative_prompt_truncated = neg.truncated;
+    std::vector<float> neg_hidden;
+    encode_text(neg.input_ids, neg.attention_mask, 1, neg_hidden);
+    hidden.insert(hidden.end(), neg_hidden.begin(), neg_hidden.end());
+  } else if (cfg_on) {
     if (uncond_hidden_.empty()) {  // computed once; CPU and GPU agree to fp32 rounding (cuda_text.h)
       auto empty = tokenizer_->encode("");
       encode_text(empty.input_ids, empty.attention_mask, 1, uncond_hidden_);
@@ -308,8 +321,10 @@ TokenResult Cube3D::generate_tokens(const GenerationRequest& req, const TokenCal
       throw;
     } catch (const std::exception& e) {
       // A GPU failure mid-generation (out of memory, driver error): finish on the CPU and say so.
+      const bool neg_truncated = res.stats.negative_prompt_truncated;
       res.stats = GenerationStats{};
       res.stats.prompt_truncated = enc.truncated;
+      res.stats.negative_prompt_truncated = neg_truncated;
       res.stats.unknown_words = unknown_words(req.prompt);
       res.stats.text_ms = offset;
       res.stats.text_backend = text_backend;
