@@ -456,6 +456,10 @@ void Panel::history_section() {
       ImGui::PushTextWrapPos(0.f);
       ImGui::TextUnformatted(short_prompt(e.prompt, 80).c_str());
       ImGui::PopTextWrapPos();
+      if (ImGui::IsItemHovered() && e.spec.is_object()) {
+        const std::string neg = e.spec.value("negative_prompt", std::string());
+        if (!neg.empty()) ImGui::SetTooltip("negative prompt: %s", neg.c_str());
+      }
       ImGui::TextColored(kDim, "seed %" PRIu64 ", %zu faces", e.seed, e.faces);
       if (ImGui::SmallButton("Place")) c_.arm_pick(e.id);
       if (ImGui::IsItemHovered()) ImGui::SetTooltip("Click in the viewport to place it (one undo step)");
