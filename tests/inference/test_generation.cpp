@@ -219,8 +219,14 @@ TEST_F(GenerationTest, NegativePromptReplacesTheUnconditionalBranch) {
   for (int i = 0; i < 100; ++i) long_text += "chair ";
   neg.negative_prompt = long_text;
   EXPECT_TRUE(model_->generate_tokens(neg).stats.negative_prompt_truncated);
-  // The default prompt's branch is still the cached empty string after a negative prompt was used.
+  // The default prompt's branch is still the cached empty string after a negative prompt was used, and going back
+  // to the first negative prompt (its states cached or not) gives its tokens again.
   EXPECT_EQ(model_->generate_tokens(a).tokens, base.tokens);
+  neg.negative_prompt = "a round table with four legs";
+  const auto again = model_->generate_tokens(neg);
+  EXPECT_EQ(again.tokens, with_neg.tokens);
+  EXPECT_FALSE(again.stats.negative_prompt_truncated);
+  EXPECT_EQ(model_->generate_tokens(neg).tokens, with_neg.tokens);
 }
 
 TEST_F(GenerationTest, BoundingBoxConditionsTheLogits) {

@@ -282,11 +282,16 @@ TokenResult Cube3D::generate_tokens(const GenerationRequest& req, const TokenCal
   std::string text_backend;
   encode_text(enc.input_ids, enc.attention_mask, 1, hidden, nullptr, &text_backend);
   if (cfg_on && !is_blank(req.negative_prompt)) {  // the negative prompt takes the empty string's place
-    auto neg = tokenizer_->encode(req.negative_prompt);
-    res.stats.negative_prompt_truncated = neg.truncated;
-    std::vector<float> neg_hidden;
-    encode_text(neg.input_ids, neg.attention_mask, 1, neg_hidden);
-    hidden.insert(hidden.end(), neg_hidden.begin(), neg_hidden.end());
+    if (negative_hidden_.empty() || negative_text_ != req.negative_prompt) {
+      auto neg = tokenizer_->encode(req.negative_prompt);
+      std::vector<float> states;  // the cache changes only once the encode succeeded
+      encode_text(neg.input_ids, neg.attention_mask, 1, states);
+      negative_hidden_ = std::move(states);
+      negative_text_ = req.negative_prompt;
+      negative_truncated_ = neg.truncated;
+    }
+    res.stats.negative_prompt_truncated = negative_truncated_;
+    hidden.insert(hidden.end(), negative_hidden_.begin(), negative_hidden_.end());
   } else if (cfg_on) {
     if (uncond_hidden_.empty()) {  // computed once; CPU and GPU agree to fp32 rounding (cuda_text.h)
       auto empty = tokenizer_->encode("");
