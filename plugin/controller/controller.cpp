@@ -108,7 +108,8 @@ void Controller::select_model(bool use_default, const std::string& dir) {
   form_.use_default_model = use_default;
   if (!use_default) form_.model_dir = dir;
   form_changed();
-  check_valid_ = false;
+  prompt_check_.invalidate();
+  negative_check_.invalidate();
   worker_->load_model(model_dir());
   model_.state = ModelStatus::State::Loading;
   model_.dir = model_dir();
@@ -117,14 +118,21 @@ void Controller::select_model(bool use_default, const std::string& dir) {
   model_.info.reset();
 }
 
-const PromptCheck& Controller::prompt_check() {
-  if (!check_valid_ || cached_prompt_ != form_.prompt || cached_info_ != model_.info.get()) {
-    cached_prompt_ = form_.prompt;
-    cached_info_ = model_.info.get();
-    cached_check_ = check_prompt(cached_info_, cached_prompt_);
-    check_valid_ = true;
+const PromptCheck& PromptCheckCache::get(const ModelInfo* info, const std::string& text) {
+  if (!valid_ || text_ != text || info_ != info) {
+    text_ = text;
+    info_ = info;
+    check_ = check_prompt(info, text);
+    valid_ = true;
   }
-  return cached_check_;
+  return check_;
+}
+
+const PromptCheck& Controller::prompt_check() { return prompt_check_.get(model_.info.get(), form_.prompt); }
+
+const PromptCheck& Controller::negative_prompt_check() {
+  if (!(form_.guidance > 0)) return no_check_;
+  return negative_check_.get(model_.info.get(), form_.negative_prompt);
 }
 
 std::string Controller::unknown_words_message(const PromptCheck& pc) const {
@@ -172,7 +180,8 @@ void Controller::frame() {
   Mail m = worker_->poll();
   if (m.model) {
     model_ = *m.model;
-    check_valid_ = false;
+    prompt_check_.invalidate();
+    negative_check_.invalidate();
   }
   if (m.preview) {
     auto it = jobs_.find(m.preview->job);
@@ -231,7 +240,7 @@ void Controller::finish_job(const JobEvent& ev, JobView& v) {
     const GenerationStats& st = out.stats;
     if (st.prompt_truncated && !v.prompt_checked)
       message(MsgLevel::Warning, "The prompt was longer than 77 tokens and was truncated: the end of it was ignored.");
-    if (st.negative_prompt_truncated)
+    if (st.negative_prompt_truncated && !v.prompt_checked)
       message(MsgLevel::Warning,
               "The negative prompt was longer than 77 tokens and was truncated: the end of it was ignored.");
     if (!st.unknown_words.empty() && !v.prompt_checked && v.purpose != "batch") {
@@ -329,6 +338,12 @@ JobId Controller::generate() {
                                    "truncated and the end ignored.");
   }
   if (!pc.unknown_words.empty()) message(MsgLevel::Warning, unknown_words_message(pc));
+  const PromptCheck& npc = negative_prompt_check();
+  if (npc.truncated) {
+    message(MsgLevel::Warning, "The negative prompt is " + std::to_string(npc.tokens) +
+                                   " tokens; the text encoder reads at most 75, so its end will be ignored.");
+  }
+  if (!npc.unknown_words.empty()) message(MsgLevel::Warning, "Negative prompt: " + unknown_words_message(npc));
   JobSpec spec = make_spec(form_, dir, model_takes_bbox());
   const JobId id = submit(std::move(spec), form_.auto_place, "generate");
   // Checked here when the model (and its tokenizer) was already loaded; otherwise the job's stats report it.

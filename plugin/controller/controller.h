@@ -81,6 +81,19 @@ struct ControllerOptions {
   bool preload = true;                     // load the model at start
 };
 
+// check_prompt of one text against the loaded model, recomputed only when the text or the model changes.
+class PromptCheckCache {
+ public:
+  const PromptCheck& get(const ModelInfo* info, const std::string& text);
+  void invalidate() { valid_ = false; }
+
+ private:
+  std::string text_;
+  const ModelInfo* info_ = nullptr;
+  PromptCheck check_;
+  bool valid_ = false;
+};
+
 class Controller {
  public:
   Controller(editor::Host& host, ControllerOptions options);
@@ -100,6 +113,8 @@ class Controller {
   const ModelInfo* model_info() const { return model_.info.get(); }
   bool model_takes_bbox() const { return model_.info && model_.info->use_bbox; }
   const PromptCheck& prompt_check();  // of form().prompt against the loaded model (cached)
+  // of form().negative_prompt (cached); empty when guidance is off, where the negative prompt is not used
+  const PromptCheck& negative_prompt_check();
   std::string unknown_words_message(const PromptCheck& pc) const;
   std::uint64_t random_seed();
 
@@ -218,10 +233,8 @@ class Controller {
   double last_frame_at_ = 0;
   std::deque<double> recent_frames_;
 
-  std::string cached_prompt_;
-  const ModelInfo* cached_info_ = nullptr;
-  PromptCheck cached_check_;
-  bool check_valid_ = false;
+  PromptCheckCache prompt_check_, negative_check_;
+  const PromptCheck no_check_{};
 
   std::function<nlohmann::json()> ui_status_;
   std::mt19937_64 rng_;

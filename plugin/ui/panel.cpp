@@ -209,6 +209,16 @@ void Panel::settings_section(bool busy) {
   ImGui::EndDisabled();
   help_marker("Negative prompt: guidance steers away from this text instead of from an empty prompt. "
               "Needs guidance > 0.");
+  if (const PromptCheck& npc = c_.negative_prompt_check(); npc.truncated || !npc.unknown_words.empty()) {
+    std::string note = npc.truncated ? "too long: the end will be cut off" : "";
+    if (!npc.unknown_words.empty()) {
+      note += note.empty() ? "unknown words (the model ignores them): " : "; unknown words (ignored): ";
+      for (std::size_t i = 0; i < npc.unknown_words.size(); ++i) note += (i ? ", " : "") + npc.unknown_words[i];
+    }
+    ImGui::PushStyleColor(ImGuiCol_Text, kWarn);
+    ImGui::TextWrapped("%s", note.c_str());
+    ImGui::PopStyleColor();
+  }
 
   int sampling = f.top_p ? 1 : 0;
   changed |= ImGui::RadioButton("Greedy", &sampling, 0);

@@ -178,6 +178,17 @@ TEST(AiModel, UnknownWordsAndTruncatedPromptsAreExplained) {
   EXPECT_NE(r["warnings"][0].get<std::string>().find("truncated"), std::string::npos) << r.dump();
   EXPECT_NE(r["warnings"][0].get<std::string>().find("90 tokens"), std::string::npos) << r.dump();
   ASSERT_TRUE(ed.wait_idle(120));
+  // The negative prompt is checked the same way, and only where it is used (guidance > 0).
+  r = ed.cmd("ai.generate", {{"prompt", "a red chair"}, {"negative_prompt", "a zorblax table"}});
+  ASSERT_TRUE(r["ok"].get<bool>()) << r.dump();
+  ASSERT_EQ(r["warnings"].size(), 1u) << r.dump();
+  EXPECT_NE(r["warnings"][0].get<std::string>().find("Negative prompt: unknown words: zorblax"), std::string::npos)
+      << r.dump();
+  ASSERT_TRUE(ed.wait_idle(120));
+  r = ed.cmd("ai.generate", {{"prompt", "a red chair"}, {"negative_prompt", "a zorblax table"}, {"guidance", 0}});
+  ASSERT_TRUE(r["ok"].get<bool>()) << r.dump();
+  EXPECT_EQ(r["warnings"].size(), 0u) << r.dump();
+  ASSERT_TRUE(ed.wait_idle(120));
 }
 
 TEST(AiModel, CancelStopsWithinATokenStep) {
