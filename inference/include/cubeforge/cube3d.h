@@ -163,11 +163,11 @@ class Cube3D {
   std::unique_ptr<TokenBackend> backend_;
   std::unique_ptr<ShapeBackend> shape_backend_;
   std::unique_ptr<TextBackend> text_backend_;
-  std::vector<float> uncond_hidden_;  // CLIP("") computed once
-  // The last negative prompt's CLIP states (a user iterating on the prompt usually keeps the negative one)
-  std::string negative_text_;
-  std::vector<float> negative_hidden_;
-  bool negative_truncated_ = false;
+  // CLIP states of the unconditional branch's text (the empty string, or the negative prompt in its place), kept
+  // until that text changes: a user iterating on the prompt keeps the branch, so it is encoded once
+  std::string uncond_text_;
+  std::vector<float> uncond_hidden_;
+  bool uncond_truncated_ = false;
   std::unordered_set<std::string> known_words_;
 };
 

@@ -281,22 +281,19 @@ TokenResult Cube3D::generate_tokens(const GenerationRequest& req, const TokenCal
   std::vector<float> hidden;
   std::string text_backend;
   encode_text(enc.input_ids, enc.attention_mask, 1, hidden, nullptr, &text_backend);
-  if (cfg_on && !is_blank(req.negative_prompt)) {  // the negative prompt takes the empty string's place
-    if (negative_hidden_.empty() || negative_text_ != req.negative_prompt) {
-      auto neg = tokenizer_->encode(req.negative_prompt);
+  if (cfg_on) {
+    // The unconditional branch: the empty string (the reference), or the negative prompt in its place. CPU and GPU
+    // encodings agree to fp32 rounding (cuda_text.h).
+    const std::string text = is_blank(req.negative_prompt) ? std::string() : req.negative_prompt;
+    if (uncond_hidden_.empty() || uncond_text_ != text) {
+      auto enc_u = tokenizer_->encode(text);
       std::vector<float> states;  // the cache changes only once the encode succeeded
-      encode_text(neg.input_ids, neg.attention_mask, 1, states);
-      negative_hidden_ = std::move(states);
-      negative_text_ = req.negative_prompt;
-      negative_truncated_ = neg.truncated;
+      encode_text(enc_u.input_ids, enc_u.attention_mask, 1, states);
+      uncond_hidden_ = std::move(states);
+      uncond_text_ = text;
+      uncond_truncated_ = enc_u.truncated;
     }
-    res.stats.negative_prompt_truncated = negative_truncated_;
-    hidden.insert(hidden.end(), negative_hidden_.begin(), negative_hidden_.end());
-  } else if (cfg_on) {
-    if (uncond_hidden_.empty()) {  // computed once; CPU and GPU agree to fp32 rounding (cuda_text.h)
-      auto empty = tokenizer_->encode("");
-      encode_text(empty.input_ids, empty.attention_mask, 1, uncond_hidden_);
-    }
+    res.stats.negative_prompt_truncated = uncond_truncated_;
     hidden.insert(hidden.end(), uncond_hidden_.begin(), uncond_hidden_.end());
   }
   std::vector<float> bbox;
