@@ -483,6 +483,34 @@ int run_check(int argc, char** argv) {
     std::printf("digest: batch 8 logits over %d steps: %016llx\n", T, fnv1a(all8));
     if (!(rel < 2e-3)) ++failures;
   }
+  // Top-p variations (the editor's "variations"): 4 variations of one prompt decoded as one batch with seed S must be
+  // the single generations of seeds S..S+3, token for token, and differ from each other.
+  {
+    const int P = 4;
+    const size_t row = cond.size() / 2;
+    std::vector<float> rows;
+    for (int half = 0; half < 2; ++half)
+      for (int p = 0; p < P; ++p) rows.insert(rows.end(), cond.begin() + half * row, cond.begin() + (half + 1) * row);
+    GenerateOptions o;
+    o.guidance = g;
+    o.top_p = 0.9f;
+    o.seed = 1234;
+    eng->prefill(rows.data(), 2 * P, true);
+    const auto batch = eng->generate(o);
+    int equal = 0, distinct = 0;
+    for (int p = 0; p < P; ++p) {
+      eng->prefill(cond.data(), 2, true);
+      GenerateOptions one = o;
+      one.seed = o.seed + p;
+      const auto t = eng->generate(one);
+      equal += std::equal(t.begin(), t.begin() + N, batch.begin() + (size_t)p * N);
+      distinct += p > 0 && !std::equal(batch.begin(), batch.begin() + N, batch.begin() + (size_t)p * N);
+    }
+    std::printf("top-p variations: %d in one batch (seed %llu) vs single generations of seeds %llu..%llu: %d/%d equal, "
+                "%d/%d differ from variation 0\n", P, (unsigned long long)o.seed, (unsigned long long)o.seed,
+                (unsigned long long)o.seed + P - 1, equal, P, distinct, P - 1);
+    if (equal != P || distinct != P - 1) ++failures;
+  }
   // cancellation + streaming callback
   if (N >= 128) {
     eng->prefill(cond.data(), 2, true);

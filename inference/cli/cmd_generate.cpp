@@ -1,6 +1,7 @@
 // `cubeforge-gen generate`: prompt → shape tokens → mesh file, with a terminal progress bar, live-preview
 // statistics and a stage timing breakdown (text, GPT, latent decode, occupancy, meshing, clean-up, decimation,
-// export); `--json` prints the statistics as JSON on stdout.
+// export); `--json` prints the statistics as JSON on stdout. `--variations N` makes N shapes of one prompt (seeds
+// seed..seed+N-1, decoded together on a GPU), written as FILE_v0.ext ... FILE_v<N-1>.ext.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -25,6 +26,47 @@ namespace {
 using cubeforge::cli::percentile;
 
 using Clock = std::chrono::steady_clock;
+namespace fs = std::filesystem;
+
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+// Output path of variation v of `count`: FILE itself for one, FILE_v<v>.ext for several.
+std::string variation_path(const std::string& out, int v, int count) {
+  if (out.empty() || count == 1) return out;
+  const fs::path p(out);
+  return (p.parent_path() / (p.stem().string() + "_v" + std::to_string(v) + p.extension().string())).string();
+}
+
+// One finished shape after decimation and export.
+struct Written {
+  double decimate_ms = 0, export_ms = 0;
+  size_t faces_before = 0;
+  std::string path;
+};
+
+Written decimate_and_export(cubeforge::Mesh& mesh, int max_faces, const std::string& path) {
+  Written w;
+  w.faces_before = mesh.face_count();
+  w.path = path;
+#ifdef CUBEFORGE_HAVE_MESH_IO
+  if (max_faces > 0 && !mesh.empty()) {
+    const auto t = Clock::now();
+    cubeforge::DecimateOptions d;
+    d.max_faces = size_t(max_faces);
+    cubeforge::decimate_mesh(mesh, d);
+    w.decimate_ms = ms_since(t);
+  }
+  if (!path.empty()) {
+    if (mesh.empty()) throw cubeforge::Error("the generated field has no surface: nothing to export (" + path + ")");
+    const auto t = Clock::now();
+    cubeforge::export_mesh(mesh, path);
+    w.export_ms = ms_since(t);
+  }
+#else
+  (void)max_faces;
+#endif
+  return w;
+}
 
 int run(int argc, char** argv) {
   CLI::App app{"Generate a 3D mesh from a text prompt", argv[0]};
@@ -35,7 +77,7 @@ int run(int argc, char** argv) {
   uint64_t seed = 0;
   float guidance = 3.0f, top_p = -1;
   bool json = false, tokens_only = false, base_pivot = false, no_output = false, warm_up = false;
-  int repeat = 1;
+  int repeat = 1, variations = 1;
   app.add_option("--model", model_dir, "model directory (default: the shipped default model)");
   app.add_option("--clip", clip_dir, "CLIP text model directory (default: <model>/clip)");
   app.add_option("--prompt,-p", prompt, "text prompt")->required();
@@ -53,6 +95,9 @@ int run(int argc, char** argv) {
   app.add_option("--seed", seed, "seed for top-p sampling");
   app.add_option("--guidance", guidance, "classifier-free guidance scale (0 disables)");
   app.add_option("--top-p", top_p, "nucleus sampling p in (0,1]; omit for greedy");
+  app.add_option("--variations", variations, "shapes of this prompt, seeds seed..seed+N-1 (needs --top-p); decoded "
+                                             "together on a GPU; -o FILE.ext writes FILE_v0.ext ...")
+      ->check(CLI::Range(1, cubeforge::kMaxVariations));
   app.add_option("--attention", attention, "single-block decode attention: reference | causal")
       ->check(CLI::IsMember({"reference", "causal"}));
   app.add_option("--preview-every", preview_every, "build a live preview every K tokens (statistics only)");
@@ -77,6 +122,7 @@ int run(int argc, char** argv) {
   req.seed = seed;
   req.guidance = guidance;
   if (top_p >= 0) req.top_p = top_p;
+  req.variations = variations;
   req.attention = cubeforge::attention_mode_from_string(attention);
   if (!bbox_s.empty()) {
     std::array<float, 3> b{};
@@ -106,7 +152,7 @@ int run(int argc, char** argv) {
   const auto t_load = Clock::now();
   auto model = cubeforge::Cube3D::load(cubeforge::resolve_model_files(model_dir, clip_dir, argv[0]));
   const std::string backend_line = cubeforge::enable_best_backend(*model, backend);
-  const double load_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_load).count();
+  const double load_ms = ms_since(t_load);
   const double warm_up_ms = warm_up ? model->warm_up() : 0.0;
   if (!json) std::fprintf(stderr, "backend: %s\n", backend_line.c_str());
   cubeforge::validate_request(req, model->config());
@@ -115,10 +161,12 @@ int run(int argc, char** argv) {
   const int N = model->config().num_tokens();
   const bool tty = isatty(STDERR_FILENO) && !json;
   auto on_token = [&](const cubeforge::TokenEvent& e) {
+    // Variations decode together on a GPU (the bar follows the last one reported), in turn on the CPU.
     if (!tty || (e.index + 1) % std::max(1, N / 50) != 0) return;
     const int w = 40, done = (e.index + 1) * w / N;
-    std::fprintf(stderr, "\r[%.*s%*s] %d/%d tokens %.0f ms", done, "########################################", w - done, "",
-                 e.index + 1, N, e.elapsed_ms);
+    std::fprintf(stderr, "\r[%.*s%*s] %d/%d tokens %.0f ms%s", done, "########################################", w - done, "",
+                 e.index + 1, N, e.elapsed_ms,
+                 variations > 1 ? (" (variation " + std::to_string(e.variation) + ")").c_str() : "");
     std::fflush(stderr);
   };
   cubeforge::PreviewOptions popt;
@@ -126,37 +174,28 @@ int run(int argc, char** argv) {
   int preview_faces = 0;
   auto on_preview = [&](int, const cubeforge::Mesh& m) { preview_faces = int(m.face_count()); };
 
-  cubeforge::ShapeResult res;
+  std::vector<cubeforge::ShapeResult> results;
   std::vector<double> runs_total_ms;
   for (int run = 0; run < repeat; ++run) {
+    results.clear();
     if (tokens_only) {
-      auto tr = model->generate_tokens(req, on_token);
-      res.tokens = tr.tokens;
-      res.stats = tr.stats;
-      res.stats.total_ms = res.stats.gpt_ms + res.stats.text_ms;
+      for (auto& tr : model->generate_token_variations(req, on_token)) {
+        tr.stats.total_ms = tr.stats.gpt_ms + tr.stats.text_ms;
+        results.push_back(cubeforge::ShapeResult{std::move(tr.tokens), {}, std::move(tr.stats)});
+      }
     } else {
-      res = model->generate(req, mopt, on_token, preview_every > 0 ? cubeforge::PreviewCallback(on_preview) : nullptr, popt);
+      results = model->generate_variations(req, mopt, on_token,
+                                           preview_every > 0 ? cubeforge::PreviewCallback(on_preview) : nullptr, popt);
     }
-    runs_total_ms.push_back(res.stats.total_ms);
+    runs_total_ms.push_back(results.back().stats.total_ms);
   }
   if (tty) std::fprintf(stderr, "\n");
-  double decimate_ms = 0, export_ms = 0;
-  size_t faces_before = res.mesh.face_count();
-#ifdef CUBEFORGE_HAVE_MESH_IO
-  if (!tokens_only && max_faces > 0 && !res.mesh.empty()) {
-    auto t = Clock::now();
-    cubeforge::DecimateOptions d;
-    d.max_faces = size_t(max_faces);
-    cubeforge::decimate_mesh(res.mesh, d);
-    decimate_ms = std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-  }
-  if (!out.empty()) {
-    if (res.mesh.empty()) throw cubeforge::Error("the generated field has no surface: nothing to export");
-    auto t = Clock::now();
-    cubeforge::export_mesh(res.mesh, out);
-    export_ms = std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-  }
-#endif
+  std::vector<Written> written;
+  for (int v = 0; v < int(results.size()); ++v)
+    written.push_back(decimate_and_export(results[v].mesh, tokens_only ? 0 : max_faces, variation_path(out, v, variations)));
+  const auto& res = results.front();
+  const double decimate_ms = written.front().decimate_ms, export_ms = written.front().export_ms;
+  const size_t faces_before = written.front().faces_before;
   const auto& s = res.stats;
   std::vector<double> steps;
   for (size_t i = 1; i < s.token_ms.size(); ++i) steps.push_back(s.token_ms[i] - s.token_ms[i - 1]);
@@ -175,7 +214,18 @@ int run(int argc, char** argv) {
       {"vertices", res.mesh.vertex_count()}, {"faces", res.mesh.face_count()}, {"faces_before_decimation", faces_before},
       {"previews", s.previews},    {"first_preview_ms", s.first_preview_ms}, {"preview_ms_total", s.preview_ms_total},
       {"prompt_truncated", s.prompt_truncated}, {"negative_prompt_truncated", s.negative_prompt_truncated},
-      {"unknown_words", s.unknown_words}, {"output", out}};
+      {"unknown_words", s.unknown_words}, {"output", written.front().path}};
+  if (variations > 1) {
+    j["variations"] = nlohmann::json::array();
+    for (size_t v = 0; v < results.size(); ++v) {
+      const auto& r = results[v];
+      j["variations"].push_back({{"seed", seed + v}, {"output", written[v].path}, {"vertices", r.mesh.vertex_count()},
+                                 {"faces", r.mesh.face_count()}, {"faces_before_decimation", written[v].faces_before},
+                                 {"backend", r.stats.backend}, {"gpt_ms", r.stats.gpt_ms},
+                                 {"latent_decode_ms", r.stats.latent_ms}, {"occupancy_ms", r.stats.occupancy_ms},
+                                 {"meshing_ms", r.stats.meshing_ms}, {"total_ms", r.stats.total_ms}});
+    }
+  }
   if (json) {
     std::printf("%s\n", j.dump(2).c_str());
   } else {
@@ -185,8 +235,14 @@ int run(int argc, char** argv) {
                 res.tokens.size(), s.text_ms, s.gpt_ms, s.prefill_ms, tpot_mean, s.latent_ms, s.occupancy_ms,
                 s.points_evaluated, s.points_dense, s.points_dense ? 100.0 * double(s.points_evaluated) / double(s.points_dense) : 0.0,
                 s.meshing_ms, s.cleanup_ms, decimate_ms, export_ms, s.total_ms + decimate_ms + export_ms);
-    if (!tokens_only) std::printf("mesh: %zu vertices, %zu faces%s%s\n", res.mesh.vertex_count(), res.mesh.face_count(),
-                                  out.empty() ? "" : " -> ", out.c_str());
+    for (size_t v = 0; v < results.size() && !tokens_only; ++v)
+      std::printf("mesh%s: %zu vertices, %zu faces%s%s\n",
+                  variations > 1 ? (" v" + std::to_string(v) + " (seed " + std::to_string(seed + v) + ")").c_str() : "",
+                  results[v].mesh.vertex_count(), results[v].mesh.face_count(), written[v].path.empty() ? "" : " -> ",
+                  written[v].path.c_str());
+    if (variations > 1)
+      std::printf("%d variations (%s): all done at %.1f ms\n", variations, results.back().stats.backend.c_str(),
+                  results.back().stats.total_ms);
     if (s.previews) std::printf("previews: %d, first at %.1f ms, %.1f ms in all\n", s.previews, s.first_preview_ms, s.preview_ms_total);
   }
   if (s.prompt_truncated) std::fprintf(stderr, "warning: the prompt was longer than 77 CLIP tokens and was truncated\n");

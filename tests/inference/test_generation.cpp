@@ -13,41 +13,17 @@
 #include "cubeforge/shape_model.h"
 #include "cubeforge/test_model.h"
 #include "test_util.h"
+#include "tiny_model_fixture.h"
 
 using namespace cubeforge;
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Cancelled&) {
-    return "cancelled";
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using cftest::error_of;
 
 // One tiny random-weight model with the real CLIP vocabulary, shared by the tests of this file.
-class GenerationTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    dir_ = new fs::path(cftest::temp_dir("genmodel"));
-    write_random_model(dir_->string(), test_model_preset("tiny"), cftest::shared_dir() + "/data/clip-tokenizer", 3);
-    model_ = Cube3D::load(ModelFiles::from_directory(dir_->string())).release();
-  }
-  static void TearDownTestSuite() {
-    delete model_;
-    fs::remove_all(*dir_);
-    delete dir_;
-  }
-  static fs::path* dir_;
-  static Cube3D* model_;
-};
-fs::path* GenerationTest::dir_ = nullptr;
-Cube3D* GenerationTest::model_ = nullptr;
+class GenerationTest : public cftest::TinyModelFixture<GenerationTest, 3> {};
 
 TEST(Golden, EveryTensorMatchesReference) {
   for (const char* name : {"tiny_v01", "tiny_v05"}) {

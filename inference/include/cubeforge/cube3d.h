@@ -48,6 +48,16 @@ class TokenBackend {
   virtual std::string name() const = 0;
   virtual std::vector<int> generate(const std::vector<float>& cond, int B, const GenerationRequest& req,
                                     const TokenCallback& on_token, const CancelToken* cancel, GenerationStats* stats) = 0;
+  // Variations decoded together in one batch: at most this many per call (1: no batching; Cube3D then runs them in
+  // turn through generate() with seed + v).
+  virtual int max_variations() const { return 1; }
+  // `count` variations of one request, decoded together: variation v samples with req.seed + v (identical to
+  // generate() with that seed). on_token reports every variation's tokens (TokenEvent::variation in 0..count-1).
+  // Returns [count] token lists; stats as generate(), shared by the variations.
+  virtual std::vector<std::vector<int>> generate_variations(const std::vector<float>& cond, int B,
+                                                            const GenerationRequest& req, int count,
+                                                            const TokenCallback& on_token, const CancelToken* cancel,
+                                                            GenerationStats* stats);
 };
 
 // An accelerated shape stage (the CUDA backend provides one, cuda_shape.h): tokens → marching-cubes mesh and
@@ -109,10 +119,22 @@ class Cube3D {
   TokenResult generate_tokens(const GenerationRequest& req, const TokenCallback& on_token = {},
                               const CancelToken* cancel = nullptr);
 
+  // Prompt → req.variations token lists (variation v samples with req.seed + v): one GPU batch where the token backend
+  // decodes several together, else one after the other. on_token reports every variation's tokens
+  // (TokenEvent::variation). Each result's stats hold the text and GPT times of the run that produced it.
+  std::vector<TokenResult> generate_token_variations(const GenerationRequest& req, const TokenCallback& on_token = {},
+                                                     const CancelToken* cancel = nullptr);
   // Prompt → tokens → mesh, with optional live previews. Decimation and export are the caller's (cubeforge_meshio).
+  // req.variations must be 1 (generate_variations makes several).
   ShapeResult generate(const GenerationRequest& req, const MeshOptions& mesh, const TokenCallback& on_token = {},
                        const PreviewCallback& on_preview = {}, const PreviewOptions& preview = {},
                        const CancelToken* cancel = nullptr, const StageCallback& on_stage = {});
+  // Prompt → req.variations meshes (generate_token_variations, then each variation's tokens → mesh in turn). Previews
+  // follow the first variation still decoding (all of them decode together on a GPU batch: variation 0).
+  std::vector<ShapeResult> generate_variations(const GenerationRequest& req, const MeshOptions& mesh,
+                                               const TokenCallback& on_token = {}, const PreviewCallback& on_preview = {},
+                                               const PreviewOptions& preview = {}, const CancelToken* cancel = nullptr,
+                                               const StageCallback& on_stage = {});
   // Tokens → mesh (validates ids and count). Fills the shape-stage fields of stats when given.
   Mesh tokens_to_mesh(const std::vector<int>& tokens, const MeshOptions& mesh, const CancelToken* cancel = nullptr,
                       GenerationStats* stats = nullptr, const StageCallback& on_stage = {}) const;
@@ -153,6 +175,9 @@ class Cube3D {
 
  private:
   Cube3D() = default;
+  // The request's text stage: CLIP of the prompt (and of the unconditional branch's text, cached) → cond [B, s, D];
+  // fills the prompt checks and text_backend of stats.
+  std::vector<float> encode_request(const GenerationRequest& req, GenerationStats& stats);
   ModelConfig cfg_;
   ModelFiles files_;
   std::unique_ptr<ClipTokenizer> tokenizer_;

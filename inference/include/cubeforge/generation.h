@@ -53,12 +53,19 @@ struct GenerationRequest {
   std::optional<std::array<float, 3>> bbox;  // v0.5 models only: x, y, z sizes (raw, as the reference API)
   bool normalize_bbox = true;            // scale so the longest side is 1.925, as the reference CLI does
   AttentionMode attention = AttentionMode::Reference;
+  // Variations of one prompt (Cube3D::generate_variations): variation v samples with seed + v, so each one is also
+  // the single generation of that seed. More than one needs top_p (greedy decoding gives the same shape every time).
+  // A GPU backend decodes them together as one batch (4 cost ~1.2-1.3x the time of one); the CPU runs them in turn.
+  int variations = 1;
 };
+
+constexpr int kMaxVariations = 8;
 
 struct TokenEvent {
   int index;          // 0-based token index
   int id;             // shape token id
   double elapsed_ms;  // since the start of generate()
+  int variation = 0;  // which variation (generate_variations); 0 for a single generation
 };
 
 enum class OccupancyMode { Dense, Adaptive };

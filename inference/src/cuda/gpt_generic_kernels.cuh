@@ -345,8 +345,8 @@ __device__ __forceinline__ unsigned long long splitmix64(unsigned long long z) {
 
 // Nucleus sampling over g[0..V) as the CPU's sample_top_p (sampling.cpp): sort descending (ties: lower index first),
 // keep the longest prefix whose cumulative probability stays <= top_p (at least one token), draw with the counter
-// RNG keyed by (seed, step) (variation p > 0: seed + p * golden ratio). Shared memory: Vp floats + Vp ints +
-// (threads + 1) doubles + 2 ints, Vp = next power of two >= V.
+// RNG keyed by (seed, step) (variation p: seed + p, as a single generation of that seed). Shared memory: Vp floats +
+// Vp ints + (threads + 1) doubles + 2 ints, Vp = next power of two >= V.
 __device__ int top_p_pick(const float* g, int V, float top_p, unsigned long long seed, int step, char* smem) {
   const int tid = threadIdx.x, nt = blockDim.x;
   int Vp = 1;
@@ -495,7 +495,7 @@ __global__ void __launch_bounds__(kSelectThreads) select_kernel(SelectArgs a) {
     if (c.forced) {
       tok = c.forced_tok[p];
     } else if (c.topp) {
-      tok = top_p_pick(gp, V, c.top_p, c.seed + (unsigned long long)p * 0x9e3779b97f4a7c15ULL, pos, smem);
+      tok = top_p_pick(gp, V, c.top_p, c.seed + (unsigned long long)p, pos, smem);
     }
     if (tid == 0) {
       a.tokens[(size_t)p * c.N + pos] = tok;

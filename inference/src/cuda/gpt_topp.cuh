@@ -93,8 +93,10 @@ __global__ void __launch_bounds__(TOPP_THREADS) topp_kernel(const ToppParams tp)
     total += wsum[i];
   }
   const float excl = wbase + incl - local;
-  const unsigned long long h =
-      splitmix64(ctl->seed ^ splitmix64(((unsigned long long)pv << 32) ^ (unsigned long long)(unsigned)pos));
+  // Variation pv samples with seed + pv, keyed by (seed, step) as the CPU path (sampling.cpp) and the generic kernels
+  // do: variation pv of a batch is the single generation of seed + pv.
+  const unsigned long long h = splitmix64((ctl->seed + (unsigned long long)pv) ^
+                                          splitmix64((unsigned long long)(unsigned)pos + 0x51ed2701ULL));
   const float u = (float)((h >> 40) * (1.0 / 16777216.0)) * total;
   float run = excl;
 #pragma unroll

@@ -88,6 +88,31 @@ void validate_request(const GenerationRequest& r, const ModelConfig& cfg) {
   if (is_blank(r.prompt)) throw Error("the prompt is empty");
   if (!is_blank(r.negative_prompt) && !(r.guidance > 0))
     throw Error("a negative prompt needs guidance > 0 (it replaces the empty prompt of the unconditional branch)");
+  if (r.variations < 1 || r.variations > kMaxVariations)
+    throw Error("variations must be 1 to " + std::to_string(kMaxVariations) + ", got " + std::to_string(r.variations));
+  if (r.variations > 1 && !r.top_p)
+    throw Error("variations need top-p sampling: greedy decoding gives the same shape every time");
+}
+
+std::vector<std::vector<int>> TokenBackend::generate_variations(const std::vector<float>& cond, int B,
+                                                                const GenerationRequest& req, int count,
+                                                                const TokenCallback& on_token, const CancelToken* cancel,
+                                                                GenerationStats* stats) {
+  // No batching: one generate() per variation, events renumbered and their times counted from the first one's start.
+  const auto t0 = Clock::now();
+  std::vector<std::vector<int>> out;
+  GenerationRequest r = req;
+  r.variations = 1;
+  for (int v = 0; v < count; ++v) {
+    r.seed = req.seed + uint64_t(v);
+    const double offset = ms_since(t0);
+    TokenCallback cb;
+    if (on_token) cb = [&, v, offset](const TokenEvent& e) { on_token(TokenEvent{e.index, e.id, e.elapsed_ms + offset, v}); };
+    GenerationStats own;
+    out.push_back(generate(cond, B, r, cb, cancel, v == 0 ? stats : &own));
+  }
+  if (stats) stats->gpt_ms = ms_since(t0);
+  return out;
 }
 
 void set_cpu_threads(int n) { cpu::set_num_threads(n); }
@@ -269,18 +294,19 @@ std::vector<int> Cube3D::run_gpt(const std::vector<float>& cond, int B, float gu
 }
 
 TokenResult Cube3D::generate_tokens(const GenerationRequest& req, const TokenCallback& on_token, const CancelToken* cancel) {
-  validate_request(req, cfg_);
-  if (!tokenizer_) throw Error("this model has no tokenizer (vocab.json/merges.txt); it can only run pre-tokenized inputs");
-  const auto t0 = Clock::now();
-  TokenResult res;
+  if (req.variations != 1)
+    throw Error("generate_tokens makes one generation; use generate_token_variations for several variations");
+  return std::move(generate_token_variations(req, on_token, cancel).front());
+}
+
+std::vector<float> Cube3D::encode_request(const GenerationRequest& req, GenerationStats& stats) {
   auto enc = tokenizer_->encode(req.prompt);
-  res.stats.prompt_truncated = enc.truncated;
-  res.stats.unknown_words = unknown_words(req.prompt);
+  stats.prompt_truncated = enc.truncated;
+  stats.unknown_words = unknown_words(req.prompt);
   const bool cfg_on = req.guidance > 0;
   const int B = cfg_on ? 2 : 1;
   std::vector<float> hidden;
-  std::string text_backend;
-  encode_text(enc.input_ids, enc.attention_mask, 1, hidden, nullptr, &text_backend);
+  encode_text(enc.input_ids, enc.attention_mask, 1, hidden, nullptr, &stats.text_backend);
   if (cfg_on) {
     // The unconditional branch: the empty string (the reference), or the negative prompt in its place. CPU and GPU
     // encodings agree to fp32 rounding (cuda_text.h).
@@ -293,7 +319,7 @@ TokenResult Cube3D::generate_tokens(const GenerationRequest& req, const TokenCal
       uncond_text_ = text;
       uncond_truncated_ = enc_u.truncated;
     }
-    res.stats.negative_prompt_truncated = uncond_truncated_;
+    stats.negative_prompt_truncated = uncond_truncated_;
     hidden.insert(hidden.end(), uncond_hidden_.begin(), uncond_hidden_.end());
   }
   std::vector<float> bbox;
@@ -306,37 +332,58 @@ TokenResult Cube3D::generate_tokens(const GenerationRequest& req, const TokenCal
     bbox = {b[0], b[1], b[2]};
     if (cfg_on) bbox.insert(bbox.end(), {0.0f, 0.0f, 0.0f});  // uncond branch: zero bbox
   }
-  auto cond = make_cond(hidden, bbox, B);
-  res.stats.text_ms = ms_since(t0);
-  res.stats.text_backend = text_backend;
-  const double offset = res.stats.text_ms;
-  TokenCallback cb;
-  if (on_token)
-    cb = [&](const TokenEvent& e) { on_token(TokenEvent{e.index, e.id, e.elapsed_ms + offset}); };
-  bool done = false;
-  if (backend_) {
-    try {
-      res.tokens = backend_->generate(cond, B, req, cb, cancel, &res.stats);
-      res.stats.backend = backend_->name();
-      done = true;
-    } catch (const Cancelled&) {
-      throw;
-    } catch (const std::exception& e) {
-      // A GPU failure mid-generation (out of memory, driver error): finish on the CPU and say so.
-      const bool neg_truncated = res.stats.negative_prompt_truncated;
-      res.stats = GenerationStats{};
-      res.stats.prompt_truncated = enc.truncated;
-      res.stats.negative_prompt_truncated = neg_truncated;
-      res.stats.unknown_words = unknown_words(req.prompt);
-      res.stats.text_ms = offset;
-      res.stats.text_backend = text_backend;
-      res.stats.backend = std::string("cpu (") + backend_->name() + " failed: " + e.what() + ")";
+  return make_cond(hidden, bbox, B);
+}
+
+std::vector<TokenResult> Cube3D::generate_token_variations(const GenerationRequest& req, const TokenCallback& on_token,
+                                                           const CancelToken* cancel) {
+  validate_request(req, cfg_);
+  if (!tokenizer_) throw Error("this model has no tokenizer (vocab.json/merges.txt); it can only run pre-tokenized inputs");
+  const auto t0 = Clock::now();
+  GenerationStats text;  // what every variation's stats start from
+  const std::vector<float> cond = encode_request(req, text);
+  const int B = req.guidance > 0 ? 2 : 1;
+  text.text_ms = ms_since(t0);
+  std::vector<TokenResult> out(req.variations);
+  std::string cpu_note = "cpu";  // after a GPU failure: why the rest runs on the CPU
+  for (int v0 = 0; v0 < req.variations;) {
+    // The next chunk: as many variations as the backend decodes together, else one on the CPU.
+    const bool gpu = backend_ && cpu_note == "cpu";
+    GenerationRequest r = req;
+    r.seed = req.seed + uint64_t(v0);
+    r.variations = gpu ? std::clamp(backend_->max_variations(), 1, req.variations - v0) : 1;
+    const double offset = ms_since(t0);
+    TokenCallback cb;
+    if (on_token)
+      cb = [&, offset, v0](const TokenEvent& e) {
+        on_token(TokenEvent{e.index, e.id, e.elapsed_ms + offset, e.variation + v0});
+      };
+    GenerationStats st = text;
+    std::vector<std::vector<int>> tokens;
+    if (gpu) {
+      try {
+        tokens = r.variations > 1 ? backend_->generate_variations(cond, B, r, r.variations, cb, cancel, &st)
+                                  : std::vector<std::vector<int>>{backend_->generate(cond, B, r, cb, cancel, &st)};
+        st.backend = backend_->name();
+      } catch (const Cancelled&) {
+        throw;
+      } catch (const std::exception& e) {
+        // A GPU failure mid-generation (out of memory, driver error): finish on the CPU and say so.
+        cpu_note = std::string("cpu (") + backend_->name() + " failed: " + e.what() + ")";
+        tokens.clear();
+        st = text;
+      }
     }
+    if (tokens.empty()) {
+      r.variations = 1;
+      tokens.push_back(run_gpt(cond, B, r.guidance, r.top_p, r.seed, r.attention, nullptr, nullptr, cb, cancel, &st));
+      st.backend = cpu_note;
+    }
+    for (auto& t : st.token_ms) t += offset;
+    st.ttft_ms = st.token_ms.empty() ? 0 : st.token_ms.front();
+    for (auto& t : tokens) out[v0++] = TokenResult{std::move(t), st};
   }
-  if (!done) res.tokens = run_gpt(cond, B, req.guidance, req.top_p, req.seed, req.attention, nullptr, nullptr, cb, cancel, &res.stats);
-  for (auto& t : res.stats.token_ms) t += offset;
-  res.stats.ttft_ms = res.stats.token_ms.empty() ? 0 : res.stats.token_ms.front();
-  return res;
+  return out;
 }
 
 double Cube3D::warm_up(const CancelToken* cancel) {

@@ -139,47 +139,69 @@ Mesh Cube3D::preview_mesh(const std::vector<int>& prefix, int rb, const CancelTo
 ShapeResult Cube3D::generate(const GenerationRequest& req, const MeshOptions& mopt, const TokenCallback& on_token,
                              const PreviewCallback& on_preview, const PreviewOptions& popt, const CancelToken* cancel,
                              const StageCallback& on_stage) {
+  if (req.variations != 1)
+    throw Error("Cube3D::generate makes one shape; use generate_variations for several variations");
+  return std::move(generate_variations(req, mopt, on_token, on_preview, popt, cancel, on_stage).front());
+}
+
+std::vector<ShapeResult> Cube3D::generate_variations(const GenerationRequest& req, const MeshOptions& mopt,
+                                                     const TokenCallback& on_token, const PreviewCallback& on_preview,
+                                                     const PreviewOptions& popt, const CancelToken* cancel,
+                                                     const StageCallback& on_stage) {
   grid_points_per_axis(mopt.resolution_base);
   if (popt.every > 0) grid_points_per_axis(popt.resolution_base);
   const auto t0 = Clock::now();
-  ShapeResult res;
+  const int N = cfg_.num_tokens();
+  GenerationStats previews;  // previews, preview_ms_total, first_preview_ms of the whole run
+  // Previews follow one variation at a time: the first to start decoding, then (on the CPU, where they run in turn)
+  // the next one once it has finished. On a GPU batch all start together: variation 0.
+  int followed = -1;
   std::vector<int> prefix;
-  prefix.reserve(cfg_.num_tokens());
-  int interval = popt.every;
-  int next_preview = popt.every;
-  double preview_cost = 0;  // last preview's time
+  prefix.reserve(N);
+  int interval = popt.every, next_preview = popt.every;
   double last_token_ms = 0, decode_ms = 0;
-  PreviewCallback preview_cb = on_preview;
   if (on_stage) on_stage("gpt");
   auto token_cb = [&](const TokenEvent& e) {
+    if (on_token) on_token(e);
+    if (e.index == 0 && followed < 0) {
+      followed = e.variation;
+      prefix.clear();
+      decode_ms = 0;
+      interval = next_preview = popt.every;
+    }
+    if (e.variation != followed) return;
+    if (e.index == 0) prefix.clear();  // the CPU restarting this variation after a GPU failure
     prefix.push_back(e.id);
     decode_ms += e.elapsed_ms - last_token_ms;
     last_token_ms = e.elapsed_ms;
-    if (on_token) on_token(e);
     const int k = e.index + 1;
-    if (!preview_cb || popt.every <= 0 || k != next_preview || k >= cfg_.num_tokens()) return;
+    if (k >= N) followed = -1;
+    if (!on_preview || popt.every <= 0 || k != next_preview || k >= N) return;
     const auto tp = Clock::now();
     Mesh m = preview_mesh(prefix, popt.resolution_base, cancel);
-    preview_cost = ms_since(tp);
-    res.stats.previews++;
-    res.stats.preview_ms_total += preview_cost;
-    if (res.stats.first_preview_ms == 0) res.stats.first_preview_ms = ms_since(t0);
-    preview_cb(k, m);
+    const double cost = ms_since(tp);
+    previews.previews++;
+    previews.preview_ms_total += cost;
+    if (previews.first_preview_ms == 0) previews.first_preview_ms = ms_since(t0);
+    on_preview(k, m);
     // Keep preview time ≤ max_overhead × decode time: interval ≥ cost / (overhead × mean step time).
-    interval = next_preview_interval(popt, interval, preview_cost, decode_ms / k);
+    interval = next_preview_interval(popt, interval, cost, decode_ms / k);
     next_preview = k + interval;
   };
-  TokenResult tr = generate_tokens(req, token_cb, cancel);
-  res.tokens = std::move(tr.tokens);
-  const auto keep = res.stats;
-  res.stats = tr.stats;
-  res.stats.previews = keep.previews;
-  res.stats.preview_ms_total = keep.preview_ms_total;
-  res.stats.first_preview_ms = keep.first_preview_ms;
+  std::vector<TokenResult> tokens = generate_token_variations(req, token_cb, cancel);
   throw_if_cancelled(cancel);
-  res.mesh = tokens_to_mesh(res.tokens, mopt, cancel, &res.stats, on_stage);
-  res.stats.total_ms = ms_since(t0);
-  return res;
+  std::vector<ShapeResult> out(tokens.size());
+  for (size_t v = 0; v < tokens.size(); ++v) {
+    ShapeResult& res = out[v];
+    res.tokens = std::move(tokens[v].tokens);
+    res.stats = std::move(tokens[v].stats);
+    res.stats.previews = previews.previews;
+    res.stats.preview_ms_total = previews.preview_ms_total;
+    res.stats.first_preview_ms = previews.first_preview_ms;
+    res.mesh = tokens_to_mesh(res.tokens, mopt, cancel, &res.stats, on_stage);
+    res.stats.total_ms = ms_since(t0);
+  }
+  return out;
 }
 
 }  // namespace cubeforge
