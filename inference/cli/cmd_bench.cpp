@@ -16,12 +16,15 @@
 
 #include "command.h"
 #include "cubeforge/model_config.h"
+#include "stats_util.h"
 #ifdef CUBEFORGE_HAVE_CUDA
 #include "cubeforge/cuda_gpt.h"
 #include "cubeforge/error.h"
 #endif
 
 namespace {
+
+using cubeforge::cli::fnv1a;
 
 struct BenchArgs {
   std::string preset = "v0.1";
@@ -293,16 +296,6 @@ struct Cmp {
   double num = 0, den = 0, max_step = 0;
   int agree = 0, steps = 0;
 };
-
-// FNV-1a over the bytes of a vector: cuda-check prints it for the engine's logits and tokens, so two builds (e.g.
-// before and after a refactor) can be compared bitwise from their output alone.
-template <typename T>
-unsigned long long fnv1a(const std::vector<T>& v) {
-  unsigned long long h = 1469598103934665603ull;
-  const unsigned char* b = reinterpret_cast<const unsigned char*>(v.data());
-  for (size_t i = 0; i < v.size() * sizeof(T); ++i) h = (h ^ b[i]) * 1099511628211ull;
-  return h;
-}
 
 int run_check(int argc, char** argv) {
   const char* usage =

@@ -23,6 +23,7 @@
 
 namespace {
 
+using cubeforge::cli::fnv1a;
 using cubeforge::cli::percentile;
 
 using Clock = std::chrono::steady_clock;
@@ -214,12 +215,14 @@ int run(int argc, char** argv) {
       {"vertices", res.mesh.vertex_count()}, {"faces", res.mesh.face_count()}, {"faces_before_decimation", faces_before},
       {"previews", s.previews},    {"first_preview_ms", s.first_preview_ms}, {"preview_ms_total", s.preview_ms_total},
       {"prompt_truncated", s.prompt_truncated}, {"negative_prompt_truncated", s.negative_prompt_truncated},
-      {"unknown_words", s.unknown_words}, {"output", written.front().path}};
+      {"unknown_words", s.unknown_words}, {"output", written.front().path},
+      {"tokens_fnv1a", fnv1a(res.tokens)}};
   if (variations > 1) {
     j["variations"] = nlohmann::json::array();
     for (size_t v = 0; v < results.size(); ++v) {
       const auto& r = results[v];
-      j["variations"].push_back({{"seed", seed + v}, {"output", written[v].path}, {"vertices", r.mesh.vertex_count()},
+      j["variations"].push_back({{"seed", seed + v}, {"tokens_fnv1a", fnv1a(r.tokens)}, {"output", written[v].path},
+                                 {"vertices", r.mesh.vertex_count()},
                                  {"faces", r.mesh.face_count()}, {"faces_before_decimation", written[v].faces_before},
                                  {"backend", r.stats.backend}, {"gpt_ms", r.stats.gpt_ms},
                                  {"latent_decode_ms", r.stats.latent_ms}, {"occupancy_ms", r.stats.occupancy_ms},

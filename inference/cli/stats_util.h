@@ -1,4 +1,4 @@
-// Small statistics helpers shared by the CLI commands that report timings.
+// Small statistics helpers shared by the CLI commands that report timings, and the digest they print.
 #pragma once
 #include <algorithm>
 #include <vector>
@@ -18,6 +18,16 @@ inline double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// FNV-1a over the bytes of a vector: cuda-check prints it for the engine's logits and tokens, generate for the tokens,
+// so two builds or two runs (e.g. a batch of variations and single generations) compare bitwise from their output.
+template <typename T>
+unsigned long long fnv1a(const std::vector<T>& v) {
+  unsigned long long h = 1469598103934665603ull;
+  const unsigned char* b = reinterpret_cast<const unsigned char*>(v.data());
+  for (size_t i = 0; i < v.size() * sizeof(T); ++i) h = (h ^ b[i]) * 1099511628211ull;
+  return h;
 }
 
 }  // namespace cubeforge::cli
