@@ -379,6 +379,9 @@ std::vector<TokenResult> Cube3D::generate_token_variations(const GenerationReque
       tokens.push_back(run_gpt(cond, B, r.guidance, r.top_p, r.seed, r.attention, nullptr, nullptr, cb, cancel, &st));
       st.backend = cpu_note;
     }
+    if (tokens.size() != size_t(r.variations))
+      throw Error(st.backend + " returned " + std::to_string(tokens.size()) + " token lists for " +
+                  std::to_string(r.variations) + " variations");
     for (auto& t : st.token_ms) t += offset;
     st.ttft_ms = st.token_ms.empty() ? 0 : st.token_ms.front();
     for (auto& t : tokens) out[v0++] = TokenResult{std::move(t), st};
