@@ -4,14 +4,16 @@
 // bad model directory...) come back as {"ok": false, "error": "..."} and are shown in the panel too, malformed
 // arguments throw (a failed script action).
 //
-//   ai.status                       model, current job (state, tokens, previews), last job, batch, history size
-//   ai.set {form keys}              change the form (prompt, seed, guidance, top_p, bbox, resolution, face_cap, ...)
-//   ai.generate {form keys, place}  validate + queue one job (place: override auto-place)
+//   ai.status                       model, current job (state, tokens, variations, previews), last job (+ its
+//                                   history ids, one per variation), batch, history size, form
+//   ai.set {form keys}              change the form (prompt, seed, guidance, top_p, variations, bbox, resolution,
+//                                   face_cap, ...); {ok: false, error} and the form unchanged when invalid together
+//   ai.generate {form keys, place}  validate + queue one job (place: override auto-place; variations: N shapes)
 //   ai.cancel                       cancel the running and queued jobs
 //   ai.pick {x, y} | {point:[x,y,z]}  choose the landing spot (viewport pixel ray hit, or a world point)
 //   ai.arm_pick {history_id?, off?}  the next viewport click chooses the spot (or places that history entry)
 //   ai.load_model {dir} | {default:true}
-//   ai.history                      [{id, prompt, seed, faces, ...}]
+//   ai.history                      [{id, prompt, seed, variation, variations, faces, ...}]
 //   ai.history_action {id|index, action: place|regenerate|variation|export|delete, path?, point?}
 //   ai.latency_export {csv?, json?} write the whole latency log
 //   ai.run_prompts {prompts:[...], csv?, json?, place?, priority?, form keys}  batch run; report written when all
@@ -68,6 +70,9 @@ std::string Controller::status_json() const {
                 {"stage", c->progress.stage},
                 {"tokens_done", c->progress.tokens_done},
                 {"tokens_total", c->progress.tokens_total},
+                {"variations", c->progress.variations},
+                {"variation", c->progress.variation},
+                {"variations_decoding", c->progress.variations_decoding},
                 {"tokens_per_s", c->progress.tokens_per_s},
                 {"eta_ms", c->progress.eta_ms},
                 {"previews", c->previews_seen},
@@ -84,6 +89,8 @@ std::string Controller::status_json() const {
                {"first_preview_tokens", last_.preview_tokens_first},
                {"placed", last_.placed},
                {"history_id", last_.history_id},
+               {"history_ids", last_.history_ids},
+               {"variations", last_.variations},
                {"faces", last_.faces}};
   if (const LatencyRecord* r = last_record()) j["last"]["latency"] = json::parse(to_json(*r));
   if (batch_) {
@@ -158,9 +165,8 @@ void Controller::register_commands() {
   });
 
   host_.add_command("ai.set", [this](const std::string& a) {
-    json args = parse_args(a);
-    apply_json(form_, args);
-    form_changed();
+    const std::string why = edit_form(parse_args(a));
+    if (!why.empty()) return json{{"ok", false}, {"error", why}}.dump();
     return to_json(form_).dump();
   });
 
@@ -171,8 +177,7 @@ void Controller::register_commands() {
       place = args["place"].get<bool>();
       args.erase("place");
     }
-    apply_json(form_, args);
-    form_changed();
+    if (!edit_form(args).empty()) return result(false);
     const bool keep = form_.auto_place;
     if (place) form_.auto_place = *place;
     const JobId id = generate();
@@ -222,8 +227,9 @@ void Controller::register_commands() {
   host_.add_command("ai.history", [this](const std::string&) {
     json arr = json::array();
     for (const auto& e : history_->entries())
-      arr.push_back({{"id", e.id}, {"prompt", e.prompt}, {"seed", e.seed}, {"faces", e.faces}, {"vertices", e.vertices},
-                     {"created", e.created}, {"mesh", e.mesh_file}, {"thumbnail", e.thumb_file}, {"spec", e.spec}});
+      arr.push_back({{"id", e.id}, {"prompt", e.prompt}, {"seed", e.seed}, {"variation", e.variation},
+                     {"variations", e.variations}, {"faces", e.faces}, {"vertices", e.vertices}, {"created", e.created},
+                     {"mesh", e.mesh_file}, {"thumbnail", e.thumb_file}, {"spec", e.spec}});
     return arr.dump();
   });
 
@@ -283,7 +289,7 @@ void Controller::register_commands() {
     const std::string prio = args.value("priority", std::string("normal"));
     if (prio != "normal" && prio != "low") throw Error("priority must be 'normal' or 'low'");
     for (const char* k : {"prompts", "csv", "json", "place", "priority"}) args.erase(k);
-    apply_json(form_, args);
+    if (!edit_form(args).empty()) return result(false);
     const bool ok = run_batch(prompts, csv.empty() && js.empty() ? default_report_path(".csv") : csv,
                               csv.empty() && js.empty() ? default_report_path(".json") : js, place,
                               prio == "normal" ? std::optional<int>(0) : std::nullopt);

@@ -93,6 +93,21 @@ void Controller::form_changed() {
   settings_changed_at_ = now_ms();
 }
 
+std::string Controller::edit_form(const json& args) {
+  FormSettings f = form_;
+  apply_json(f, args);
+  if (args.contains("variations")) {
+    std::string why = check_variations(args["variations"].get<int>(), f.top_p);
+    if (!why.empty()) {
+      message(MsgLevel::Error, why);
+      return why;
+    }
+  }
+  form_ = f;
+  form_changed();
+  return {};
+}
+
 void Controller::save_settings_now() {
   settings_dirty_ = false;
   try {
@@ -197,7 +212,8 @@ void Controller::frame() {
     auto it = jobs_.find(m.progress->job);
     if (it != jobs_.end()) {
       it->second.progress = *m.progress;
-      if (it->second.progress.tokens_total == 0 && model_.info) it->second.progress.tokens_total = model_.info->num_tokens;
+      if (it->second.progress.tokens_total == 0 && model_.info)
+        it->second.progress.tokens_total = model_.info->num_tokens * it->second.progress.variations;
     }
   }
   for (const auto& ev : m.events) handle_event(ev);
@@ -233,41 +249,11 @@ void Controller::finish_job(const JobEvent& ev, JobView& v) {
   last_.message = ev.message;
   last_.previews_seen = v.previews_seen;
   last_.preview_tokens_first = v.first_preview_tokens;
+  last_.variations = v.spec ? std::max(1, v.spec->request.variations) : 1;
   const std::string label = "'" + short_prompt(last_.prompt, 40) + "'";
 
   if (ev.state == JobState::Done && ev.output) {
-    const JobOutput& out = *ev.output;
-    const GenerationStats& st = out.stats;
-    if (st.prompt_truncated && !v.prompt_checked)
-      message(MsgLevel::Warning, "The prompt was longer than 77 tokens and was truncated: the end of it was ignored.");
-    if (st.negative_prompt_truncated && !v.prompt_checked)
-      message(MsgLevel::Warning,
-              "The negative prompt was longer than 77 tokens and was truncated: the end of it was ignored.");
-    if (!st.unknown_words.empty() && !v.prompt_checked && v.purpose != "batch") {
-      PromptCheck pc;
-      pc.unknown_words = st.unknown_words;
-      message(MsgLevel::Warning, unknown_words_message(pc));
-    }
-    if (st.backend.find("failed") != std::string::npos)
-      message(MsgLevel::Warning, "The GPU failed during this generation, so it finished on the CPU: " + st.backend);
-    if (!out.save_error.empty()) message(MsgLevel::Warning, "The result was not saved to the history: " + out.save_error);
-    if (!out.mesh || out.mesh->empty()) {
-      message(MsgLevel::Warning, "The model produced no surface for " + label + " (seed " +
-                                     std::to_string(v.spec ? v.spec->request.seed : 0) +
-                                     "): nothing to place. Try another seed or prompt.");
-    } else {
-      last_.faces = out.mesh->face_count();
-      try {
-        last_.history_id = history_->add(*ev.spec, out);
-      } catch (const std::exception& e) {
-        message(MsgLevel::Warning, std::string("history not updated: ") + e.what());
-      }
-      if (v.place_when_done) last_.placed = place(out.mesh, last_.prompt, v.spot);
-      std::string text = "Generated " + label + " in " + seconds(out.wall_ms) + ": " + std::to_string(last_.faces) + " faces";
-      if (out.faces_before_cap > last_.faces) text += " (from " + std::to_string(out.faces_before_cap) + ")";
-      if (last_.placed != kNoEntity) text += "; placed (Ctrl+Z undoes it)";
-      message(MsgLevel::Info, text);
-    }
+    finish_done(ev, v, label);
   } else if (ev.state == JobState::Cancelled) {
     const int tokens = ev.partial ? int(ev.partial->token_ms.size()) : 0;
     message(MsgLevel::Info, "Cancelled " + label + (tokens ? " after " + std::to_string(tokens) + " tokens" : ""));
@@ -298,6 +284,67 @@ void Controller::finish_job(const JobEvent& ev, JobView& v) {
       }
     }
   }
+}
+
+void Controller::warn_about_stats(const GenerationStats& st, const JobView& v) {
+  if (st.prompt_truncated && !v.prompt_checked)
+    message(MsgLevel::Warning, "The prompt was longer than 77 tokens and was truncated: the end of it was ignored.");
+  if (st.negative_prompt_truncated && !v.prompt_checked)
+    message(MsgLevel::Warning,
+            "The negative prompt was longer than 77 tokens and was truncated: the end of it was ignored.");
+  if (!st.unknown_words.empty() && !v.prompt_checked && v.purpose != "batch") {
+    PromptCheck pc;
+    pc.unknown_words = st.unknown_words;
+    message(MsgLevel::Warning, unknown_words_message(pc));
+  }
+  if (st.backend.find("failed") != std::string::npos)
+    message(MsgLevel::Warning, "The GPU failed during this generation, so it finished on the CPU: " + st.backend);
+}
+
+std::string Controller::keep_in_history(const JobSpec& job, const JobOutput& out) {
+  if (!out.save_error.empty()) message(MsgLevel::Warning, "The result was not saved to the history: " + out.save_error);
+  try {
+    return history_->add(job, out);
+  } catch (const std::exception& e) {
+    message(MsgLevel::Warning, std::string("history not updated: ") + e.what());
+    return {};
+  }
+}
+
+void Controller::finish_done(const JobEvent& ev, const JobView& v, const std::string& label) {
+  warn_about_stats(ev.output->stats, v);
+  const auto& outs = ev.outputs.empty() ? std::vector<std::shared_ptr<const JobOutput>>{ev.output} : ev.outputs;
+  const int n = int(outs.size());
+  const JobOutput* shown = nullptr;  // the first variation with a surface: placed when asked
+  std::string empty_seeds;
+  for (const auto& out : outs) {
+    if (!out->mesh || out->mesh->empty()) {
+      empty_seeds += (empty_seeds.empty() ? "" : ", ") + std::to_string(out->seed);
+      continue;
+    }
+    const std::string id = keep_in_history(*ev.spec, *out);
+    if (!id.empty()) last_.history_ids.push_back(id);
+    if (shown) continue;
+    shown = out.get();
+    last_.history_id = id;
+    last_.faces = out->mesh->face_count();
+  }
+  if (!empty_seeds.empty()) {
+    message(MsgLevel::Warning, "The model produced no surface for " + label + " (seed " + empty_seeds + ")" +
+                                   (shown ? "." : ": nothing to place. Try another seed or prompt."));
+  }
+  if (!shown) return;
+  if (v.place_when_done) last_.placed = place(shown->mesh, last_.prompt, v.spot);
+  std::string text = "Generated " + (n > 1 ? std::to_string(n) + " variations of " : std::string()) + label + " in " +
+                     seconds(shown->wall_ms) + ": " + std::to_string(last_.faces) + " faces";
+  if (shown->faces_before_cap > last_.faces) text += " (from " + std::to_string(shown->faces_before_cap) + ")";
+  if (n > 1) text += " (variation " + std::to_string(shown->variation + 1) + ")";
+  if (last_.placed != kNoEntity) text += "; placed (Ctrl+Z undoes it)";
+  const int others = int(last_.history_ids.size()) - (last_.placed != kNoEntity ? 1 : 0);
+  if (n > 1 && others > 0)
+    text += last_.placed != kNoEntity ? "; the other " + std::to_string(others) + " are in the history to place"
+                                      : "; all " + std::to_string(others) + " are in the history to place";
+  message(MsgLevel::Info, text);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -362,7 +409,8 @@ JobId Controller::submit(JobSpec spec, bool place, const std::string& purpose) {
   v.place_when_done = place;
   v.spot = spot_;
   v.purpose = purpose;
-  v.progress.tokens_total = model_.info ? model_.info->num_tokens : 0;
+  v.progress.variations = std::max(1, spec.request.variations);
+  v.progress.tokens_total = (model_.info ? model_.info->num_tokens : 0) * v.progress.variations;
   const JobId id = worker_->submit(std::move(spec));
   v.id = id;
   v.progress.job = id;

@@ -1,6 +1,7 @@
 // The AI sidebar's UI-thread logic, independent of ImGui and GL: the form and its validation messages, the model
 // selector, job tracking (progress, previews, frame times), click-to-place and the ghost overlay, placement as one
-// named undo step, the history actions, the latency log and batch runs. The ImGui panel (ui/panel.*) only draws
+// named undo step (of the first variation when a job makes several; each variation becomes a history entry of its
+// own seed), the history actions, the latency log and batch runs. The ImGui panel (ui/panel.*) only draws
 // from it and calls into it; the script commands (commands.cpp) drive the same calls, so tests exercise the real
 // logic through a headless editor PluginHost.
 //
@@ -59,7 +60,9 @@ struct LastJob {
   int previews_seen = 0;
   int preview_tokens_first = 0;  // tokens done at the first preview the UI showed
   editor::EntityId placed = editor::kNoEntity;
-  std::string history_id;
+  std::string history_id;                 // of the shape placed (or to place): the first variation with a surface
+  std::vector<std::string> history_ids;   // every variation kept in the history, in order
+  int variations = 1;
   std::size_t faces = 0;
 };
 
@@ -106,6 +109,10 @@ class Controller {
   // ---- form & model ----
   FormSettings& form() { return form_; }
   void form_changed();  // saves the settings shortly after the last change
+  // Applies script arguments (form keys) to the form when they are valid together; else leaves it unchanged, shows
+  // the error and returns it (a variation count out of range, or more than one with greedy sampling). Throws Error
+  // on a value of the wrong type.
+  std::string edit_form(const nlohmann::json& args);
   std::string model_dir() const;
   const std::string& default_model() const { return default_model_dir_; }
   void select_model(bool use_default, const std::string& dir = {});  // (re)loads in the background
@@ -193,6 +200,10 @@ class Controller {
   void message(MsgLevel l, std::string text);
   void handle_event(const JobEvent& ev);
   void finish_job(const JobEvent& ev, JobView& view);
+  // A Done job: every variation into the history, the first one with a surface placed when asked, one message.
+  void finish_done(const JobEvent& ev, const JobView& view, const std::string& label);
+  void warn_about_stats(const GenerationStats& st, const JobView& view);
+  std::string keep_in_history(const JobSpec& job, const JobOutput& out);  // the entry id, "" when not kept
   void save_settings_now();
   void default_spot();
 

@@ -8,6 +8,7 @@
 #include <cubeforge/error.h>
 #include <cubeforge/mesh_io.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <ctime>
@@ -39,7 +40,7 @@ json entry_json(const HistoryEntry& e) {
   return json{{"id", e.id},       {"prompt", e.prompt},       {"seed", e.seed},
               {"created", e.created}, {"spec", e.spec},       {"faces", e.faces},
               {"vertices", e.vertices}, {"total_ms", e.total_ms}, {"mesh", e.mesh_file},
-              {"thumbnail", e.thumb_file}};
+              {"thumbnail", e.thumb_file}, {"variation", e.variation}, {"variations", e.variations}};
 }
 }  // namespace
 
@@ -78,6 +79,8 @@ HistoryStore::HistoryStore(std::string dir, std::size_t max_entries) : dir_(std:
       e.total_ms = x.value("total_ms", 0.0);
       e.mesh_file = x.value("mesh", "");
       e.thumb_file = x.value("thumbnail", "");
+      e.variation = x.value("variation", 0);
+      e.variations = x.value("variations", 1);
       entries_.push_back(std::move(e));
     }
   } catch (const std::exception& ex) {
@@ -99,13 +102,16 @@ HistoryEntry* HistoryStore::find_mut(const std::string& id) {
   return nullptr;
 }
 
-std::string HistoryStore::add(const JobSpec& spec, const JobOutput& out) {
+std::string HistoryStore::add(const JobSpec& job, const JobOutput& out) {
+  const JobSpec spec = variation_spec(job, out.variation);
   HistoryEntry e;
   e.id = out.saved_id.empty() ? new_id() : out.saved_id;
   e.prompt = spec.request.prompt;
   e.seed = spec.request.seed;
   e.created = iso_local_time_now();
   e.spec = spec_to_json(spec);
+  e.variation = out.variation;
+  e.variations = std::max(1, job.request.variations);
   e.faces = out.mesh ? out.mesh->face_count() : 0;
   e.vertices = out.mesh ? out.mesh->vertex_count() : 0;
   e.total_ms = out.wall_ms;

@@ -1,5 +1,7 @@
 // Generation history, kept across restarts in the plugin's own folder:
-//   <dir>/history.json        index (newest last): prompt, seed, the full job settings, statistics, file names
+//   <dir>/history.json        index (newest last): prompt, seed, the full job settings, statistics, file names;
+//                             one entry per variation of a job, each with its own seed (seed + v) and settings of
+//                             one variation, so that regenerating it gives exactly that shape
 //   <dir>/<id>.glb            the placed mesh (base-centred, Y up, as placed)
 //   <dir>/<id>.png            its thumbnail (software-rendered, thumbnail.h)
 // Every file is written through a temporary + rename. save_result() is safe on any thread (the worker calls it
@@ -21,7 +23,9 @@ struct HistoryEntry {
   std::string prompt;
   std::uint64_t seed = 0;
   std::string created;        // ISO 8601
-  nlohmann::json spec;        // spec_to_json(JobSpec)
+  nlohmann::json spec;        // spec_to_json(JobSpec) of this shape alone (variations 1, its own seed)
+  int variation = 0;          // which variation of its job (0-based); older files: 0
+  int variations = 1;         // how many the job made; older files: 1
   std::size_t faces = 0, vertices = 0;
   double total_ms = 0;
   std::string mesh_file, thumb_file;  // names inside the history folder ("" when missing)
@@ -42,8 +46,9 @@ class HistoryStore {
   const std::vector<HistoryEntry>& entries() const { return entries_; }
   const HistoryEntry* find(const std::string& id) const;
 
-  // Adds the entry for a finished job (after save_result). Trims the oldest beyond max_entries. Returns its id.
-  std::string add(const JobSpec& spec, const JobOutput& out);
+  // Adds the entry for one output of a finished job (after save_result): `job` is the job's spec, out.variation
+  // picks the variation. Trims the oldest beyond max_entries. Returns its id.
+  std::string add(const JobSpec& job, const JobOutput& out);
   bool remove(const std::string& id);  // deletes its files too
   // The entry's mesh, loaded from its .glb on first use. Throws Error when the file is gone or unreadable.
   std::shared_ptr<const Mesh> mesh(const std::string& id);

@@ -90,7 +90,8 @@ json record_json(const LatencyRecord& r) {
               {"previews", r.previews},
               {"preview_ms", r.preview_ms},
               {"faces", r.faces},
-              {"ui_frame_ms", pj(r.ui_frame_ms)}};
+              {"ui_frame_ms", pj(r.ui_frame_ms)},
+              {"variations", r.variations}};
 }
 
 LatencyRecord record_from(const json& j) {
@@ -121,6 +122,7 @@ LatencyRecord record_from(const json& j) {
   r.preview_ms = j.value("preview_ms", 0.0);
   r.faces = j.value("faces", std::size_t(0));
   r.ui_frame_ms = pfrom(j.value("ui_frame_ms", json::object()));
+  r.variations = j.value("variations", 1);
   return r;
 }
 
@@ -140,6 +142,54 @@ std::string num(double v) {
   return buf;
 }
 
+void fill_from_stats(LatencyRecord& r, const GenerationStats& st) {
+  r.tokens = int(st.token_ms.size());
+  r.text_ms = st.text_ms;
+  r.ttft_ms = st.ttft_ms;
+  r.first_preview_ms = st.first_preview_ms;
+  std::vector<double> gaps;
+  for (std::size_t i = 1; i < st.token_ms.size(); ++i) gaps.push_back(st.token_ms[i] - st.token_ms[i - 1]);
+  r.tpot_ms = percentiles(gaps);
+  if (st.token_ms.size() > 1) {
+    const double span = st.token_ms.back() - st.token_ms.front();
+    if (span > 0) r.tokens_per_s = double(st.token_ms.size() - 1) * 1000.0 / span;
+  }
+  r.gpt_ms = st.gpt_ms;
+  r.decode_ms = st.latent_ms + st.occupancy_ms;
+  r.meshing_ms = st.meshing_ms + st.cleanup_ms;
+  r.previews = st.previews;
+  r.preview_ms = st.preview_ms_total;
+  r.total_ms = st.total_ms;
+}
+
+// The job-wide figures of several variations (LatencyRecord::variations says how they add up). Token times of every
+// variation count from the same request start, so the first and last token bound the whole decode; the preview
+// figures are the whole run's in every variation's stats (taken from variation 0).
+void add_variations(LatencyRecord& r, const std::vector<std::shared_ptr<const JobOutput>>& outs) {
+  r.variations = int(outs.size());
+  std::vector<double> gaps;
+  double first = 0, last = 0;
+  r.tokens = r.tokens_total = 0;
+  r.decode_ms = r.meshing_ms = 0;
+  r.faces = 0;
+  for (const auto& o : outs) {
+    const GenerationStats& st = o->stats;
+    for (std::size_t i = 1; i < st.token_ms.size(); ++i) gaps.push_back(st.token_ms[i] - st.token_ms[i - 1]);
+    if (!st.token_ms.empty()) {
+      first = r.tokens ? std::min(first, st.token_ms.front()) : st.token_ms.front();
+      last = r.tokens ? std::max(last, st.token_ms.back()) : st.token_ms.back();
+    }
+    r.tokens += int(st.token_ms.size());
+    r.tokens_total += int(o->tokens.size());
+    r.decode_ms += st.latent_ms + st.occupancy_ms;
+    r.meshing_ms += st.meshing_ms + st.cleanup_ms + o->decimate_ms;
+    r.faces += o->mesh ? o->mesh->face_count() : 0;
+  }
+  r.tpot_ms = percentiles(gaps);
+  r.tokens_per_s = r.tokens > 1 && last > first ? double(r.tokens - 1) * 1000.0 / (last - first) : 0;
+  r.gpt_ms = r.tokens ? last - r.text_ms : 0;
+}
+
 }  // namespace
 
 LatencyRecord make_record(const JobEvent& ev, const std::vector<double>& frame_ms, const std::string& model,
@@ -155,31 +205,12 @@ LatencyRecord make_record(const JobEvent& ev, const std::vector<double>& frame_m
     r.prompt = ev.spec->request.prompt;
     r.seed = ev.spec->request.seed;
     r.resolution = ev.spec->mesh.resolution_base;
+    r.variations = std::max(1, ev.spec->request.variations);
   }
-  const GenerationStats* st = nullptr;
   if (ev.output)
-    st = &ev.output->stats;
+    fill_from_stats(r, ev.output->stats);
   else if (ev.partial)
-    st = ev.partial.get();
-  if (st) {
-    r.tokens = int(st->token_ms.size());
-    r.text_ms = st->text_ms;
-    r.ttft_ms = st->ttft_ms;
-    r.first_preview_ms = st->first_preview_ms;
-    std::vector<double> gaps;
-    for (std::size_t i = 1; i < st->token_ms.size(); ++i) gaps.push_back(st->token_ms[i] - st->token_ms[i - 1]);
-    r.tpot_ms = percentiles(gaps);
-    if (st->token_ms.size() > 1) {
-      const double span = st->token_ms.back() - st->token_ms.front();
-      if (span > 0) r.tokens_per_s = double(st->token_ms.size() - 1) * 1000.0 / span;
-    }
-    r.gpt_ms = st->gpt_ms;
-    r.decode_ms = st->latent_ms + st->occupancy_ms;
-    r.meshing_ms = st->meshing_ms + st->cleanup_ms;
-    r.previews = st->previews;
-    r.preview_ms = st->preview_ms_total;
-    r.total_ms = st->total_ms;
-  }
+    fill_from_stats(r, *ev.partial);
   if (ev.output) {
     r.queue_ms = ev.output->queue_ms;
     r.load_ms = ev.output->load_ms;
@@ -188,6 +219,7 @@ LatencyRecord make_record(const JobEvent& ev, const std::vector<double>& frame_m
     r.faces = ev.output->mesh ? ev.output->mesh->face_count() : 0;
     r.tokens_total = int(ev.output->tokens.size());
   }
+  if (ev.outputs.size() > 1) add_variations(r, ev.outputs);
   r.ui_frame_ms = percentiles(frame_ms);
   return r;
 }
@@ -198,7 +230,7 @@ std::vector<std::string> csv_columns() {
   return {"job", "time", "prompt", "seed", "state", "error", "model", "backend", "resolution", "tokens", "queue_ms",
           "load_ms", "text_ms", "ttft_ms", "first_preview_ms", "tpot_p50_ms", "tpot_p95_ms", "tpot_max_ms",
           "tokens_per_s", "gpt_ms", "decode_ms", "meshing_ms", "total_ms", "previews", "preview_ms", "faces",
-          "ui_frame_p50_ms", "ui_frame_p95_ms", "ui_frame_max_ms"};
+          "ui_frame_p50_ms", "ui_frame_p95_ms", "ui_frame_max_ms", "variations"};
 }
 
 std::string to_csv_row(const LatencyRecord& r) {
@@ -209,7 +241,7 @@ std::string to_csv_row(const LatencyRecord& r) {
                                 num(r.tpot_ms.p95), num(r.tpot_ms.max), num(r.tokens_per_s), num(r.gpt_ms),
                                 num(r.decode_ms), num(r.meshing_ms), num(r.total_ms), std::to_string(r.previews),
                                 num(r.preview_ms), std::to_string(r.faces), num(r.ui_frame_ms.p50),
-                                num(r.ui_frame_ms.p95), num(r.ui_frame_ms.max)};
+                                num(r.ui_frame_ms.p95), num(r.ui_frame_ms.max), std::to_string(r.variations)};
   std::string out;
   for (std::size_t i = 0; i < f.size(); ++i) out += (i ? "," : "") + f[i];
   return out;

@@ -1,6 +1,7 @@
-// Latency figures for testers: one LatencyRecord per finished job (done, cancelled or failed), built from the
-// library's GenerationStats plus what only the plugin sees (queue wait, UI frame times while the job ran), and a
-// LatencyLog that appends every record to a JSON-lines file and exports the whole log as CSV or JSON.
+// Latency figures for testers: one LatencyRecord per finished job (done, cancelled or failed; one record for all the
+// variations of a job), built from the library's GenerationStats plus what only the plugin sees (queue wait, UI
+// frame times while the job ran), and a LatencyLog that appends every record to a JSON-lines file and exports the
+// whole log as CSV or JSON.
 #pragma once
 #include "worker/job.h"
 
@@ -45,6 +46,10 @@ struct LatencyRecord {
   double preview_ms = 0;      // total time spent building previews
   std::size_t faces = 0;
   Percentiles ui_frame_ms;    // editor frame times while the job ran
+  // Shapes the job made (GenerationRequest::variations). With more than one: tokens, shape decode, meshing and faces
+  // are summed over them, TPOT comes from the gaps inside each variation, the decode rate counts every token from
+  // the first to the last, GPT time runs from the end of the text stage to the last token, previews are the run's.
+  int variations = 1;
 };
 
 // Fills a record from a job's terminal event; frame_ms are the UI frame times measured during the job.

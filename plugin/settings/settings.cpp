@@ -17,6 +17,7 @@ json to_json(const FormSettings& f) {
               {"guidance", f.guidance},
               {"top_p", f.top_p},
               {"top_p_value", f.top_p_value},
+              {"variations", f.variations},
               {"use_bbox", f.use_bbox},
               {"bbox", f.bbox},
               {"aspect_lock", f.aspect_lock},
@@ -58,6 +59,7 @@ void apply(FormSettings& f, const json& j, bool strict) {
   take(j, "guidance", f.guidance, strict);
   take(j, "top_p", f.top_p, strict);
   take(j, "top_p_value", f.top_p_value, strict);
+  take(j, "variations", f.variations, strict);
   take(j, "use_bbox", f.use_bbox, strict);
   take(j, "bbox", f.bbox, strict);
   take(j, "aspect_lock", f.aspect_lock, strict);
@@ -87,6 +89,7 @@ void apply(FormSettings& f, const json& j, bool strict) {
   f.face_cap = std::max(f.face_cap, 100);
   f.guidance = std::clamp(f.guidance, 0.0f, 30.0f);
   f.top_p_value = std::clamp(f.top_p_value, 0.01f, 1.0f);
+  f.variations = std::clamp(f.variations, 1, kMaxFormVariations);
   f.preview_max_overhead = std::clamp(f.preview_max_overhead, 0.01f, 1.0f);
 }
 }  // namespace
@@ -106,7 +109,10 @@ JobSpec make_spec(const FormSettings& f, const std::string& model_dir, bool mode
   s.request.seed = f.seed;
   s.request.guidance = f.guidance;
   if (f.guidance > 0) s.request.negative_prompt = f.negative_prompt;  // the field is off without guidance
-  if (f.top_p) s.request.top_p = f.top_p_value;
+  if (f.top_p) {
+    s.request.top_p = f.top_p_value;
+    s.request.variations = std::clamp(f.variations, 1, kMaxFormVariations);
+  }
   if (f.use_bbox && model_takes_bbox) s.request.bbox = f.bbox;
   s.request.attention = f.attention;
   s.mesh.resolution_base = f.resolution;
@@ -124,11 +130,28 @@ JobSpec make_spec(const FormSettings& f, const std::string& model_dir, bool mode
   return s;
 }
 
+std::string check_variations(int variations, bool top_p) {
+  if (variations < 1 || variations > kMaxFormVariations)
+    return "Variations must be 1 to " + std::to_string(kMaxFormVariations) + " (got " + std::to_string(variations) + ").";
+  if (variations > 1 && !top_p)
+    return "Variations need top-p sampling: greedy decoding gives the same shape every time. Choose Top-p "
+           "(\"top_p\": true) or set variations to 1.";
+  return {};
+}
+
+JobSpec variation_spec(const JobSpec& job, int variation) {
+  JobSpec s = job;
+  s.request.seed = job.request.seed + std::uint64_t(variation);
+  s.request.variations = 1;
+  return s;
+}
+
 json spec_to_json(const JobSpec& s) {
   json j{{"model_dir", s.model_dir},
          {"prompt", s.request.prompt},
          {"negative_prompt", s.request.negative_prompt},
          {"seed", s.request.seed},
+         {"variations", s.request.variations},
          {"guidance", s.request.guidance},
          {"attention", to_string(s.request.attention)},
          {"resolution", s.mesh.resolution_base},
@@ -149,6 +172,7 @@ JobSpec spec_from_json(const json& j) {
   s.request.prompt = j.value("prompt", "");
   s.request.negative_prompt = j.value("negative_prompt", "");
   s.request.seed = j.value("seed", std::uint64_t(0));
+  s.request.variations = j.value("variations", 1);
   s.request.guidance = j.value("guidance", 3.0f);
   s.request.attention = attention_mode_from_string(j.value("attention", std::string("reference")));
   if (j.contains("top_p") && j["top_p"].is_number()) s.request.top_p = j["top_p"].get<float>();

@@ -1,5 +1,6 @@
 // The sidebar's form (everything the user sets before pressing Generate), its JSON form for the editor's
-// per-plugin settings, and the translation form → JobSpec. Also JobSpec ↔ JSON for the history. No GL/ImGui.
+// per-plugin settings, the translation form → JobSpec (and a job's variation → its own JobSpec), the check of the
+// variation count. Also JobSpec ↔ JSON for the history. No GL/ImGui.
 #pragma once
 #include "worker/job.h"
 
@@ -19,6 +20,7 @@ struct FormSettings {
   float guidance = 3.0f;
   bool top_p = false;                // false: greedy
   float top_p_value = 0.9f;
+  int variations = 1;                // shapes per Generate (1..kMaxFormVariations); used with top-p only
   bool use_bbox = false;             // only offered when the model takes a bounding box
   std::array<float, 3> bbox{1.f, 1.f, 1.f};
   bool aspect_lock = true;
@@ -36,16 +38,25 @@ struct FormSettings {
   std::string model_dir;             // when !use_default_model
 };
 
+// The panel offers 1..4 variations per Generate (the library takes up to kMaxVariations).
+constexpr int kMaxFormVariations = 4;
+// Empty when `variations` may be asked for with this sampling, else what to tell the user (out of range, or more
+// than one with greedy decoding, which gives the same shape every time).
+std::string check_variations(int variations, bool top_p);
+
 nlohmann::json to_json(const FormSettings& f);
 FormSettings form_from_json(const nlohmann::json& j);  // missing/invalid keys keep their defaults
 // Applies the keys present in j onto f (script commands: {"prompt": ..., "seed": ..., ...}). Throws Error on a
 // value of the wrong type.
 void apply_json(FormSettings& f, const nlohmann::json& j);
 
-// The job the form asks for (bbox only when use_bbox and the model takes one).
+// The job the form asks for (bbox only when use_bbox and the model takes one; variations only with top-p, where the
+// panel's control is enabled).
 JobSpec make_spec(const FormSettings& f, const std::string& model_dir, bool model_takes_bbox);
+// Variation v of a job as a job of its own: seed + v, one variation (what reproduces exactly that shape).
+JobSpec variation_spec(const JobSpec& job, int variation);
 
 nlohmann::json spec_to_json(const JobSpec& s);
-JobSpec spec_from_json(const nlohmann::json& j);
+JobSpec spec_from_json(const nlohmann::json& j);  // "variations" missing (older history files): 1
 
 }  // namespace cubeforge::ai

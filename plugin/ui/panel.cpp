@@ -47,6 +47,37 @@ std::string ms_text(double ms) {
 }
 
 bool key_pressed(ImGuiKey k) { return ImGui::IsKeyPressed(ImGui::GetKeyIndex(k), false); }
+
+// "variation 2/4" while the CPU decodes (or meshes) them one after the other, "4 variations" while a GPU batch
+// decodes them together; empty for a single shape.
+std::string variations_label(const JobProgress& p) {
+  if (p.variations <= 1) return {};
+  char b[48];
+  if (p.state == JobState::Generating && p.variations_decoding > 1)
+    std::snprintf(b, sizeof b, "%d variations", p.variations);
+  else
+    std::snprintf(b, sizeof b, "variation %d/%d", p.variation + 1, p.variations);
+  return b;
+}
+
+// The variation count: off (shown as 1) with greedy decoding, which makes the same shape every time.
+bool variations_control(FormSettings& f) {
+  ImGui::BeginDisabled(!f.top_p);
+  const bool changed = ImGui::SliderInt("Variations", &f.variations, 1, kMaxFormVariations, f.top_p ? "%d" : "1 (greedy)",
+                                        ImGuiSliderFlags_AlwaysClamp);
+  if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) {
+    ImGui::BeginTooltip();
+    ImGui::PushTextWrapPos(ImGui::GetFontSize() * 24.f);
+    ImGui::TextUnformatted(f.top_p ? "Shapes per Generate, each from its own seed (seed, seed + 1, ...). A GPU decodes "
+                                     "them together (4 cost about 1.25x one); the CPU one after the other. The first "
+                                     "is placed; every one goes to the history, where you pick the one you like."
+                                   : "Needs Top-p: greedy decoding gives the same shape every time.");
+    ImGui::PopTextWrapPos();
+    ImGui::EndTooltip();
+  }
+  ImGui::EndDisabled();
+  return changed;
+}
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -230,6 +261,7 @@ void Panel::settings_section(bool busy) {
     ImGui::SetNextItemWidth(-FLT_MIN);
     changed |= ImGui::SliderFloat("##topp", &f.top_p_value, 0.05f, 1.f, "p = %.2f");
   }
+  changed |= variations_control(f);
 
   if (c_.model_takes_bbox()) {
     changed |= ImGui::Checkbox("Size (bounding box)", &f.use_bbox);
@@ -332,6 +364,7 @@ void Panel::run_section() {
   char overlay[160];
   float frac = 0.f;
   const JobProgress& p = j->progress;
+  const std::string vl = variations_label(p), vl_gap = vl.empty() ? "" : "  ";
   switch (j->state) {
     case JobState::Queued:
       if (c_.model().state == ModelStatus::State::Loading)
@@ -348,20 +381,25 @@ void Panel::run_section() {
       if (p.tokens_done == 0)
         std::snprintf(overlay, sizeof overlay, "Encoding the prompt...");
       else if (p.eta_ms >= 0)
-        std::snprintf(overlay, sizeof overlay, "%d/%d tokens  %.1f tok/s  ETA %.1f s", p.tokens_done, p.tokens_total,
-                      p.tokens_per_s, p.eta_ms / 1000.0);
+        std::snprintf(overlay, sizeof overlay, "%s%s%d/%d tokens  %.1f tok/s  ETA %.1f s", vl.c_str(), vl_gap.c_str(),
+                      p.tokens_done, p.tokens_total, p.tokens_per_s, p.eta_ms / 1000.0);
       else
-        std::snprintf(overlay, sizeof overlay, "%d/%d tokens", p.tokens_done, p.tokens_total);
+        std::snprintf(overlay, sizeof overlay, "%s%s%d/%d tokens", vl.c_str(), vl_gap.c_str(), p.tokens_done,
+                      p.tokens_total);
       break;
     case JobState::Meshing:
       frac = 1.f;
-      std::snprintf(overlay, sizeof overlay, "Meshing: %s", p.stage.c_str());
+      std::snprintf(overlay, sizeof overlay, "Meshing%s%s: %s", vl.empty() ? "" : " ", vl.c_str(), p.stage.c_str());
       break;
     default:
       std::snprintf(overlay, sizeof overlay, "%s", to_string(j->state));
   }
   ImGui::ProgressBar(frac, ImVec2(-FLT_MIN, 0), overlay);
   if (ImGui::Button("Cancel  (Esc)", ImVec2(-FLT_MIN, 0))) c_.cancel();
+  if (p.variations > 1)
+    ImGui::TextColored(kDim, "%d variations (seeds %" PRIu64 "-%" PRIu64 "): %s", p.variations,
+                       j->spec ? j->spec->request.seed : 0, j->spec ? j->spec->request.seed + p.variations - 1 : 0,
+                       j->place_when_done ? "the first is placed, all go to the history" : "all go to the history");
   if (j->previews_seen > 0)
     ImGui::TextColored(kDim, "Preview: %d tokens (%d updates)", j->preview_tokens, j->previews_seen);
   const std::size_t queued = c_.jobs().size() - 1;
@@ -398,7 +436,8 @@ void Panel::latency_section() {
       ImGui::TextUnformatted(v.c_str());
     };
     char b[96];
-    row("Job", "#" + std::to_string(r->job) + " " + r->state);
+    row("Job", "#" + std::to_string(r->job) + " " + r->state +
+                   (r->variations > 1 ? " (" + std::to_string(r->variations) + " variations)" : ""));
     row("Time to first token", ms_text(r->ttft_ms));
     row("Time to first preview", ms_text(r->first_preview_ms));
     std::snprintf(b, sizeof b, "%.2f / %.2f / %.2f ms", r->tpot_ms.p50, r->tpot_ms.p95, r->tpot_ms.max);
@@ -470,7 +509,15 @@ void Panel::history_section() {
         const std::string neg = e.spec.value("negative_prompt", std::string());
         if (!neg.empty()) ImGui::SetTooltip("negative prompt: %s", neg.c_str());
       }
-      ImGui::TextColored(kDim, "seed %" PRIu64 ", %zu faces", e.seed, e.faces);
+      if (e.variations > 1) {
+        ImGui::TextColored(kDim, "seed %" PRIu64 ", %zu faces, v%d/%d", e.seed, e.faces, e.variation + 1, e.variations);
+        if (ImGui::IsItemHovered())
+          ImGui::SetTooltip("Variation %d of %d made by one Generate (seed %" PRIu64 " = the job's seed + %d).\n"
+                            "Same seed remakes exactly this shape; Variation makes a new one.",
+                            e.variation + 1, e.variations, e.seed, e.variation);
+      } else {
+        ImGui::TextColored(kDim, "seed %" PRIu64 ", %zu faces", e.seed, e.faces);
+      }
       if (ImGui::SmallButton("Place")) c_.arm_pick(e.id);
       if (ImGui::IsItemHovered()) ImGui::SetTooltip("Click in the viewport to place it (one undo step)");
       ImGui::SameLine();

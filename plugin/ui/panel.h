@@ -1,6 +1,7 @@
 // The AI sidebar panel (Dear ImGui 1.86): model selector, prompt (Ctrl+Enter generates), seed / guidance /
-// sampling / bounding box / resolution / face cap, advanced fold, landing spot, progress with Cancel (Esc),
-// messages, the latency HUD with CSV/JSON export, and the history with thumbnails. It draws from the Controller
+// sampling and variations (off with greedy) / bounding box / resolution / face cap, advanced fold, landing spot,
+// progress with Cancel (Esc; "variation k/N" or "N variations"), messages, the latency HUD with CSV/JSON export, and
+// the history with thumbnails (a job's variations marked "vK/N"). It draws from the Controller
 // and calls into it; no logic of its own beyond widgets. Controls are disabled while a job runs.
 //
 // UI automation for the scripted mode: ai.ui_type {text, submit} focuses the prompt box, types the text through

@@ -1,5 +1,5 @@
 // The model seam of the worker: a ModelBackend loads a model directory into a LoadedModel, which runs one
-// generation at a time on the worker thread. The real one wraps cubeforge::Cube3D (cube3d_backend.h); tests plug
+// generation (one shape per variation of the request) at a time on the worker thread. The real one wraps cubeforge::Cube3D (cube3d_backend.h); tests plug
 // in fakes with scripted delays and injected failures. ModelInfo is immutable and shared with the UI thread.
 #pragma once
 #include "worker/job.h"
@@ -47,10 +47,13 @@ class LoadedModel {
  public:
   virtual ~LoadedModel() = default;
   virtual std::shared_ptr<const ModelInfo> info() const = 0;
-  // Runs prompt → tokens → mesh on the calling (worker) thread. Must honour cancel within one token step (throw
-  // cubeforge::Cancelled) and report stages through on_stage ("gpt", "latents", "occupancy", "meshing", "cleanup").
-  virtual ShapeResult generate(const JobSpec& spec, const TokenCallback& on_token, const PreviewCallback& on_preview,
-                               const CancelToken* cancel, const StageCallback& on_stage) = 0;
+  // Runs prompt → tokens → mesh on the calling (worker) thread: spec.request.variations shapes, returned in order
+  // (variation v sampled with request.seed + v; on_token reports TokenEvent::variation). Must honour cancel within
+  // one token step (throw cubeforge::Cancelled) and report stages through on_stage ("gpt", "latents", "occupancy",
+  // "meshing", "cleanup"; the mesh stages once per variation, one variation after the other).
+  virtual std::vector<ShapeResult> generate(const JobSpec& spec, const TokenCallback& on_token,
+                                            const PreviewCallback& on_preview, const CancelToken* cancel,
+                                            const StageCallback& on_stage) = 0;
 };
 
 class ModelBackend {

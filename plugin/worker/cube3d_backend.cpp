@@ -1,5 +1,6 @@
 // Cube3D-backed ModelBackend: resolves the model directory, loads it with progress (cancellable between stages),
-// and exposes the tokenizer + known-word list to the UI for live prompt checks.
+// exposes the tokenizer + known-word list to the UI for live prompt checks, and runs a job's variations through
+// Cube3D::generate_variations (one GPU batch where the token backend decodes several together).
 #include "worker/cube3d_backend.h"
 
 #include <cubeforge/clip_tokenizer.h>
@@ -34,9 +35,13 @@ class Cube3DModel : public LoadedModel {
  public:
   Cube3DModel(std::unique_ptr<Cube3D> m, std::shared_ptr<const ModelInfo> info) : m_(std::move(m)), info_(std::move(info)) {}
   std::shared_ptr<const ModelInfo> info() const override { return info_; }
-  ShapeResult generate(const JobSpec& spec, const TokenCallback& on_token, const PreviewCallback& on_preview,
-                       const CancelToken* cancel, const StageCallback& on_stage) override {
-    return m_->generate(spec.request, spec.mesh, on_token, on_preview, spec.preview, cancel, on_stage);
+  std::vector<ShapeResult> generate(const JobSpec& spec, const TokenCallback& on_token, const PreviewCallback& on_preview,
+                                    const CancelToken* cancel, const StageCallback& on_stage) override {
+    if (spec.request.variations > 1)
+      return m_->generate_variations(spec.request, spec.mesh, on_token, on_preview, spec.preview, cancel, on_stage);
+    std::vector<ShapeResult> one;
+    one.push_back(m_->generate(spec.request, spec.mesh, on_token, on_preview, spec.preview, cancel, on_stage));
+    return one;
   }
 
  private:

@@ -1,5 +1,6 @@
 // Job types of the AI worker: what a job asks for (JobSpec), the states it moves through, and what it hands back
-// (progress snapshots, previews, the finished mesh with its statistics). Plain data: no GL, no ImGui, no editor.
+// (progress snapshots, previews, the finished meshes with their statistics: one per variation of the prompt, see
+// GenerationRequest::variations). Plain data: no GL, no ImGui, no editor.
 //
 // State machine (one job):  Queued → Loading → Generating → Meshing → Done
 //                               \         \          \           \→ Cancelled | Failed
@@ -24,7 +25,8 @@ const char* to_string(JobState s);
 inline bool is_terminal(JobState s) { return s == JobState::Done || s == JobState::Cancelled || s == JobState::Failed; }
 
 // Everything one generation needs. model_dir names the model the job runs on; the worker (re)loads it when another
-// model (or none) is loaded.
+// model (or none) is loaded. request.variations > 1 asks for that many shapes of the prompt in one job (variation v
+// samples with request.seed + v).
 struct JobSpec {
   std::string model_dir;
   GenerationRequest request;
@@ -41,8 +43,11 @@ struct JobProgress {
   JobState state = JobState::Queued;
   std::string stage;             // "model: GPT", "text", "gpt", "latents", "occupancy", "meshing", "cleanup", "decimate"
   float load_fraction = 0.f;     // while Loading
-  int tokens_done = 0;
-  int tokens_total = 0;
+  int tokens_done = 0;           // over every variation
+  int tokens_total = 0;          // tokens per shape x variations
+  int variations = 1;            // of the job
+  int variation = 0;             // the variation decoding (Generating) or being meshed (Meshing) last
+  int variations_decoding = 0;   // variations started and not finished: > 1 when a GPU decodes them as one batch
   double elapsed_ms = 0;         // since the worker started the job
   double tokens_per_s = 0;       // decode rate so far
   double eta_ms = -1;            // < 0: unknown
@@ -61,32 +66,35 @@ struct RgbaImage {
   std::vector<std::uint8_t> rgba;
 };
 
-// The finished result, ready to place: base-centred (x/z centre, lowest point at y = 0), Y up, scaled to fit the
-// requested bounding box when one was given, decimated to the face cap.
+// One finished shape, ready to place: base-centred (x/z centre, lowest point at y = 0), Y up, scaled to fit the
+// requested bounding box when one was given, decimated to the face cap. A job makes one per variation.
 struct JobOutput {
+  int variation = 0;             // 0..variations-1
+  std::uint64_t seed = 0;        // request.seed + variation: generating this seed alone gives exactly this shape
   std::shared_ptr<const Mesh> mesh;
   std::vector<int> tokens;
   GenerationStats stats;
-  double queue_ms = 0;           // submit → worker pickup
+  double queue_ms = 0;           // submit → worker pickup (the job's, in every output)
   double load_ms = 0;            // model load done inside this job (0 when already loaded)
-  double decimate_ms = 0;
+  double decimate_ms = 0;        // this output's decimation, centring and fit
   std::size_t faces_before_cap = 0;
   float fit_scale = 1.f;         // applied to fit the bbox
-  double wall_ms = 0;            // worker pickup → done
+  double wall_ms = 0;            // worker pickup → every variation done (the job's)
   // Filled by WorkerOptions::finish (on the worker thread) when set: the persisted copy of the result.
   std::string saved_id;
   std::string save_error;
   std::shared_ptr<const RgbaImage> thumbnail;
 };
 
-// A state change. Terminal events carry the outcome (output for Done, message for Failed/Cancelled).
+// A state change. Terminal events carry the outcome (outputs for Done, message for Failed/Cancelled).
 struct JobEvent {
   JobId job = 0;
   JobState state = JobState::Queued;
   std::string message;
   std::shared_ptr<const JobSpec> spec;
-  std::shared_ptr<const JobOutput> output;
-  // Partial statistics of a cancelled/failed job (tokens produced, time to first token...).
+  std::shared_ptr<const JobOutput> output;                // Done: variation 0 (outputs[0])
+  std::vector<std::shared_ptr<const JobOutput>> outputs;  // Done: every variation, in order
+  // Partial statistics of a cancelled/failed job (tokens produced over every variation, time to first token...).
   std::shared_ptr<const GenerationStats> partial;
 };
 

@@ -1,4 +1,5 @@
-// The AI worker thread: queue, per-job state machine, model ownership, mailbox. See worker.h for the contract.
+// The AI worker thread: queue, per-job state machine, model ownership, mailbox, and the per-variation finishing of a
+// job's shapes (decimate, base-centre, fit, history hook). See worker.h for the contract.
 #include "worker/worker.h"
 
 #include "placement/placement.h"
@@ -325,12 +326,67 @@ void Worker::run_load(const Item& it) {
   }
 }
 
+namespace {
+
+// One variation's shape → a result ready to place: decimated to the face cap, base-centred, scaled to fit the bbox.
+std::shared_ptr<JobOutput> make_output(ShapeResult& r, const JobSpec& spec, int variation, const CancelToken* cancel) {
+  auto out = std::make_shared<JobOutput>();
+  out->variation = variation;
+  out->seed = spec.request.seed + std::uint64_t(variation);
+  out->faces_before_cap = r.mesh.face_count();
+  const double td = now_ms();
+  if (spec.face_cap > 0 && r.mesh.face_count() > spec.face_cap) {
+    DecimateOptions d;
+    d.max_faces = spec.face_cap;
+    decimate_mesh(r.mesh, d);
+  }
+  throw_if_cancelled(cancel);
+  const Bounds b = mesh_bounds(r.mesh);
+  out->fit_scale = fit_scale(b.size(), spec.request.bbox);
+  base_centre_and_scale(r.mesh, out->fit_scale);
+  out->decimate_ms = now_ms() - td;
+  out->mesh = std::make_shared<const Mesh>(std::move(r.mesh));
+  out->tokens = std::move(r.tokens);
+  out->stats = std::move(r.stats);
+  return out;
+}
+
+}  // namespace
+
+TokenCounter::TokenCounter(int variations) : ms_(std::size_t(std::max(1, variations))) {}
+
+void TokenCounter::add(const TokenEvent& e) {
+  const std::size_t v = std::min<std::size_t>(std::size_t(std::max(0, e.variation)), ms_.size() - 1);
+  // Index 0 again: the library restarted this variation (and every later one) on the CPU after a GPU failure.
+  if (e.index == 0)
+    for (std::size_t w = v; w < ms_.size(); ++w) ms_[w].clear();
+  ms_[v].push_back(e.elapsed_ms);
+}
+
+int TokenCounter::tokens() const {
+  std::size_t n = 0;
+  for (const auto& m : ms_) n += m.size();
+  return int(n);
+}
+
+int TokenCounter::decoding(int per_shape) const {
+  return int(std::count_if(ms_.begin(), ms_.end(), [&](const auto& m) { return !m.empty() && int(m.size()) < per_shape; }));
+}
+
+std::vector<double> TokenCounter::token_ms() const {
+  std::vector<double> all;
+  for (const auto& m : ms_) all.insert(all.end(), m.begin(), m.end());
+  std::sort(all.begin(), all.end());
+  return all;
+}
+
 void Worker::run_job(const Item& it) {
   const JobId id = it.id;
   const double t0 = now_ms();
   const CancelToken* cancel = it.cancel.get();
   auto spec = it.spec;
   JobState state = JobState::Loading;
+  const int variations = std::max(1, spec->request.variations);
   auto partial = std::make_shared<GenerationStats>();
   auto event = [&](JobState s, std::string msg = {}) {
     state = s;
@@ -343,6 +399,8 @@ void Worker::run_job(const Item& it) {
   };
   JobProgress prog;
   prog.job = id;
+  prog.variations = variations;
+  TokenCounter counter(variations);
   if (spec->nice.value_or(opt_.nice) != current_nice_) apply_nice(spec->nice.value_or(opt_.nice));
   try {
     post_event(event(JobState::Loading));
@@ -358,7 +416,7 @@ void Worker::run_job(const Item& it) {
     post_event(event(JobState::Generating));
     prog.state = JobState::Generating;
     prog.stage = "text";
-    prog.tokens_total = info ? info->num_tokens : 0;
+    prog.tokens_total = (info ? info->num_tokens : 0) * variations;
     prog.elapsed_ms = now_ms() - t0;
     post_progress(prog, true);
 
@@ -366,14 +424,15 @@ void Worker::run_job(const Item& it) {
     run_spec.mesh.base_pivot = true;
     double first_token_at = -1;
     auto on_token = [&](const TokenEvent& e) {
-      if (e.index == 0) partial->token_ms.clear();  // (a GPU failure restarts the loop on the CPU)
-      partial->token_ms.push_back(e.elapsed_ms);
-      if (partial->token_ms.size() == 1) partial->ttft_ms = e.elapsed_ms;
+      counter.add(e);
+      if (counter.tokens() == 1) partial->ttft_ms = e.elapsed_ms;
       fault("token", id);
       const double t = now_ms();
       if (first_token_at < 0) first_token_at = t;
       prog.stage = "gpt";
-      prog.tokens_done = e.index + 1;
+      prog.tokens_done = counter.tokens();
+      prog.variation = e.variation;
+      prog.variations_decoding = counter.decoding(info ? info->num_tokens : 0);
       prog.elapsed_ms = t - t0;
       const double span = t - first_token_at;
       if (prog.tokens_done > 1 && span > 0) {
@@ -391,73 +450,79 @@ void Worker::run_job(const Item& it) {
       p.mesh = std::make_shared<const Mesh>(m);
       post_preview(std::move(p));
     };
+    int meshed = 0;  // "latents" stages seen: the variation being meshed (they are meshed one after the other)
     auto on_stage = [&](const std::string& s) {
       if (s == "gpt" || s == "text") return;
       if (state == JobState::Generating) {
         post_event(event(JobState::Meshing));
         prog.state = JobState::Meshing;
+        prog.variations_decoding = 0;
       }
+      if (s == "latents") prog.variation = std::min(meshed++, variations - 1);
       prog.stage = s;
       prog.elapsed_ms = now_ms() - t0;
       post_progress(prog, true);
       fault("meshing", id);
     };
-    ShapeResult r = model_->generate(run_spec, on_token, on_preview, cancel, on_stage);
+    std::vector<ShapeResult> results = model_->generate(run_spec, on_token, on_preview, cancel, on_stage);
     throw_if_cancelled(cancel);
+    if (int(results.size()) != variations)
+      throw Error("the model returned " + std::to_string(results.size()) + " shapes for " + std::to_string(variations) +
+                  " variations");
     if (state == JobState::Generating) {  // a backend that reports no mesh stages
       post_event(event(JobState::Meshing));
       prog.state = JobState::Meshing;
       fault("meshing", id);
     }
 
-    auto out = std::make_shared<JobOutput>();
-    out->queue_ms = t0 - it.submit_time;
-    out->load_ms = load_ms;
-    out->faces_before_cap = r.mesh.face_count();
-    prog.stage = "decimate";
-    post_progress(prog, true);
-    fault("decimate", id);
-    const double td = now_ms();
-    if (spec->face_cap > 0 && r.mesh.face_count() > spec->face_cap) {
-      DecimateOptions d;
-      d.max_faces = spec->face_cap;
-      decimate_mesh(r.mesh, d);
+    std::vector<std::shared_ptr<JobOutput>> outs;
+    for (int v = 0; v < variations; ++v) {
+      prog.stage = "decimate";
+      prog.variation = v;
+      post_progress(prog, true);
+      fault("decimate", id);
+      outs.push_back(make_output(results[std::size_t(v)], *spec, v, cancel));
     }
-    throw_if_cancelled(cancel);
-    const Bounds b = mesh_bounds(r.mesh);
-    out->fit_scale = fit_scale(b.size(), spec->request.bbox);
-    base_centre_and_scale(r.mesh, out->fit_scale);
-    out->decimate_ms = now_ms() - td;
     fault("finish", id);
     throw_if_cancelled(cancel);
-    out->mesh = std::make_shared<const Mesh>(std::move(r.mesh));
-    out->tokens = std::move(r.tokens);
-    out->stats = std::move(r.stats);
-    out->wall_ms = now_ms() - t0;  // the result is ready; saving it to the history is not counted
+    const double wall_ms = now_ms() - t0;  // every result is ready; saving them to the history is not counted
+    for (auto& out : outs) {
+      out->queue_ms = t0 - it.submit_time;
+      out->load_ms = load_ms;
+      out->wall_ms = wall_ms;
+    }
     if (opt_.finish) {
       prog.stage = "saving";
       post_progress(prog, true);
-      try {
-        opt_.finish(*spec, *out);
-      } catch (const std::exception& e) {
-        out->save_error = e.what();
-      }
+      for (auto& out : outs) run_finish(*spec, *out);
     }
     JobEvent done = event(JobState::Done);
-    done.output = std::move(out);
+    done.outputs.assign(outs.begin(), outs.end());
+    done.output = done.outputs.front();
     post_event(std::move(done));
   } catch (const Cancelled&) {
+    partial->token_ms = counter.token_ms();
     JobEvent ev = event(JobState::Cancelled, "cancelled");
     ev.partial = partial;
     post_event(std::move(ev));
   } catch (const std::exception& e) {
+    partial->token_ms = counter.token_ms();
     JobEvent ev = event(JobState::Failed, e.what());
     ev.partial = partial;
     post_event(std::move(ev));
   } catch (...) {
+    partial->token_ms = counter.token_ms();
     JobEvent ev = event(JobState::Failed, "unknown error in the worker");
     ev.partial = partial;
     post_event(std::move(ev));
+  }
+}
+
+void Worker::run_finish(const JobSpec& spec, JobOutput& out) {
+  try {
+    opt_.finish(spec, out);
+  } catch (const std::exception& e) {
+    out.save_error = e.what();
   }
 }
 

@@ -44,6 +44,20 @@ struct Mail {
   bool empty() const { return events.empty() && !progress && !preview && !model; }
 };
 
+// Tokens of one job per variation (worker thread): progress over every variation whether a GPU decodes them together
+// or the CPU one after the other, and the partial statistics of a job that stops early.
+class TokenCounter {
+ public:
+  explicit TokenCounter(int variations);
+  void add(const TokenEvent& e);          // index 0 of variation v restarts v and every later one (GPU → CPU fallback)
+  int tokens() const;                     // over every variation
+  int decoding(int per_shape) const;      // variations started and not finished
+  std::vector<double> token_ms() const;   // every variation's token times, in time order
+
+ private:
+  std::vector<std::vector<double>> ms_;
+};
+
 struct WorkerOptions {
   std::function<void()> wake;            // any thread: ask the UI for a frame soon (Host::request_redraw)
   double wake_interval_ms = 15;          // progress/preview wakes are throttled to this; state changes always wake
@@ -51,8 +65,9 @@ struct WorkerOptions {
   // values let the UI thread win the CPU (interactive use); batch runs use 0 to measure generation speed.
   int nice = 10;
   int cpu_threads = 0;                   // OpenMP/OpenBLAS threads for inference; 0 = every core
-  // Called on the worker thread with the final result before Done is posted (e.g. write it to the history and
-  // render its thumbnail off the UI thread). Exceptions are caught and stored in JobOutput::save_error.
+  // Called on the worker thread with each final result (once per variation, with the job's spec) before Done is
+  // posted (e.g. write it to the history and render its thumbnail off the UI thread). Exceptions are caught and
+  // stored in that output's JobOutput::save_error.
   std::function<void(const JobSpec& spec, JobOutput& out)> finish;
   // Test seam, called on the worker thread at named points: "load", "start", "token", "preview", "meshing",
   // "decimate", "finish". Throwing there injects a failure at that point.
@@ -96,6 +111,7 @@ class Worker {
   void run();
   void run_load(const Item& it);
   void run_job(const Item& it);
+  void run_finish(const JobSpec& spec, JobOutput& out);  // opt_.finish, its exception kept in out.save_error
   // Makes dir the loaded model; reports through the model status (and the job when job != 0).
   void ensure_model(const std::string& dir, const CancelToken* cancel, JobId job, const std::shared_ptr<JobSpec>& spec,
                     double t0);

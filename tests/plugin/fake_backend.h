@@ -1,6 +1,8 @@
 // A scripted ModelBackend for the AI plugin tests: configurable token count and delays, gates that hold the job
 // in a chosen stage until the test releases it (while still honouring cancel, like the real model), and failures
-// injected at any stage. Deterministic tokens: id = (seed * 31 + i * 7) % 1000.
+// injected at any stage. Deterministic tokens: id = (seed * 31 + i * 7) % 1000. Variations behave like the
+// library's: variation v is the single generation of seed + v (its own tokens and box depth), more than one needs
+// top-p, and they decode one after the other (the CPU) or step by step together (batch_variations: a GPU batch).
 #pragma once
 #include "worker/backend.h"
 
@@ -64,7 +66,15 @@ struct FakeScript {
   std::vector<std::string> known_words;
   std::string fail_at;         // "load", "text", "token:K", "preview", "latents", "occupancy", "meshing", "cleanup"
   std::string gate_at;         // hold here until release(): "load", "token:K", "occupancy"
+                               // (token points of variation v > 0: "token:K@v")
+  bool batch_variations = false;  // decode the variations together, one step of each at a time (a GPU batch)
 };
+
+// The fake's shape for a seed: a 1 x 2 x d box whose depth d steps with the seed (d = 0.5 at seed 7, the tests'
+// default), so neighbouring seeds (variations) give distinct meshes.
+inline Mesh fake_shape(std::uint64_t seed, int subdiv) {
+  return box_mesh(subdiv, 0.5f, 1.0f, 0.25f * (1.f + 0.125f * float((seed + 1) % 8)));
+}
 
 class FakeBackend : public ModelBackend {
  public:
@@ -117,36 +127,62 @@ class FakeModel : public LoadedModel {
  public:
   FakeModel(FakeBackend& b, std::shared_ptr<const ModelInfo> info) : b_(b), info_(std::move(info)) {}
   std::shared_ptr<const ModelInfo> info() const override { return info_; }
-  ShapeResult generate(const JobSpec& spec, const TokenCallback& on_token, const PreviewCallback& on_preview,
-                       const CancelToken* cancel, const StageCallback& on_stage) override {
+  std::vector<ShapeResult> generate(const JobSpec& spec, const TokenCallback& on_token, const PreviewCallback& on_preview,
+                                    const CancelToken* cancel, const StageCallback& on_stage) override {
     const auto& s = b_.script;
-    const auto t0 = std::chrono::steady_clock::now();
-    auto ms = [&] { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(); };
+    t0_ = std::chrono::steady_clock::now();
     if (spec.request.prompt.find_first_not_of(" \t\n") == std::string::npos) throw Error("the prompt is empty");
-    ShapeResult r;
+    const int n = spec.request.variations;
+    if (n < 1 || n > kMaxVariations) throw Error("variations must be 1 to 8, got " + std::to_string(n));
+    if (n > 1 && !spec.request.top_p) throw Error("variations need top-p sampling: greedy decoding gives the same shape");
+    std::vector<ShapeResult> out(std::size_t(n), ShapeResult{});
     if (s.fail_at == "text") throw Error("injected failure in text");
     if (on_stage) on_stage("gpt");
-    for (int i = 0; i < s.tokens; ++i) {
-      throw_if_cancelled(cancel);
-      b_.gate("token:" + std::to_string(i), cancel);
-      FakeBackend::nap(s.token_ms, nullptr);  // one step is not interruptible, like a real decode step
-      if (s.fail_at == "token:" + std::to_string(i)) throw Error("injected failure at token " + std::to_string(i));
-      const int id = int((spec.request.seed * 31 + uint64_t(i) * 7) % 1000);
-      r.tokens.push_back(id);
-      r.stats.token_ms.push_back(ms());
-      if (i == 0) r.stats.ttft_ms = ms();
-      b_.tokens_emitted++;
-      if (on_token) on_token(TokenEvent{i, id, ms()});
-      const int k = i + 1;
-      if (on_preview && spec.preview.every > 0 && k % spec.preview.every == 0 && k < s.tokens) {
-        if (s.fail_at == "preview") throw Error("injected failure in preview");
-        const float f = 0.3f + 0.7f * float(k) / float(s.tokens);
-        r.stats.previews++;
-        if (r.stats.first_preview_ms == 0) r.stats.first_preview_ms = ms();
-        on_preview(k, box_mesh(1, f, f, f));
-      }
+    // Previews follow the first variation still decoding.
+    if (s.batch_variations) {
+      for (int i = 0; i < s.tokens; ++i)
+        for (int v = 0; v < n; ++v)
+          token(spec, v, i, out[std::size_t(v)], on_token, v == 0 ? on_preview : PreviewCallback{}, cancel);
+    } else {
+      for (int v = 0; v < n; ++v)
+        for (int i = 0; i < s.tokens; ++i) token(spec, v, i, out[std::size_t(v)], on_token, on_preview, cancel);
     }
-    r.stats.gpt_ms = ms();
+    for (int v = 0; v < n; ++v) {
+      out[std::size_t(v)].stats.gpt_ms = ms();
+      shape(spec.request.seed + std::uint64_t(v), out[std::size_t(v)], cancel, on_stage);
+    }
+    return out;
+  }
+
+ private:
+  double ms() const { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count(); }
+  // Token i of variation v (sampled with seed + v), then a preview when one is due.
+  void token(const JobSpec& spec, int v, int i, ShapeResult& r, const TokenCallback& on_token,
+             const PreviewCallback& on_preview, const CancelToken* cancel) {
+    const auto& s = b_.script;
+    const std::string point = "token:" + std::to_string(i) + (v > 0 ? "@" + std::to_string(v) : "");
+    throw_if_cancelled(cancel);
+    b_.gate(point, cancel);
+    FakeBackend::nap(s.token_ms, nullptr);  // one step is not interruptible, like a real decode step
+    if (s.fail_at == point) throw Error("injected failure at token " + std::to_string(i));
+    const int id = int(((spec.request.seed + std::uint64_t(v)) * 31 + uint64_t(i) * 7) % 1000);
+    r.tokens.push_back(id);
+    r.stats.token_ms.push_back(ms());
+    if (i == 0) r.stats.ttft_ms = ms();
+    b_.tokens_emitted++;
+    if (on_token) on_token(TokenEvent{i, id, ms(), v});
+    const int k = i + 1;
+    if (on_preview && spec.preview.every > 0 && k % spec.preview.every == 0 && k < s.tokens) {
+      if (s.fail_at == "preview") throw Error("injected failure in preview");
+      const float f = 0.3f + 0.7f * float(k) / float(s.tokens);
+      r.stats.previews++;
+      if (r.stats.first_preview_ms == 0) r.stats.first_preview_ms = ms();
+      on_preview(k, box_mesh(1, f, f, f));
+    }
+  }
+  // Tokens → mesh of one variation: the four mesh stages (gates and failures), then its box.
+  void shape(std::uint64_t seed, ShapeResult& r, const CancelToken* cancel, const StageCallback& on_stage) {
+    const auto& s = b_.script;
     for (const char* st : {"latents", "occupancy", "meshing", "cleanup"}) {
       throw_if_cancelled(cancel);
       if (on_stage) on_stage(st);
@@ -154,14 +190,13 @@ class FakeModel : public LoadedModel {
       FakeBackend::nap(s.stage_ms, cancel);
       if (s.fail_at == st) throw Error(std::string("injected failure in ") + st);
     }
-    if (!s.empty_mesh) r.mesh = box_mesh(s.mesh_subdiv, 0.5f, 1.0f, 0.25f);
+    if (!s.empty_mesh) r.mesh = fake_shape(seed, s.mesh_subdiv);
     r.stats.total_ms = ms();
-    return r;
   }
 
- private:
   FakeBackend& b_;
   std::shared_ptr<const ModelInfo> info_;
+  std::chrono::steady_clock::time_point t0_;
 };
 
 inline std::unique_ptr<LoadedModel> FakeBackend::load(const std::string& dir, const LoadProgress& progress,

@@ -1,5 +1,6 @@
-// GL-free pieces of the AI plugin: placement math, bbox range checks, form/spec JSON, latency percentiles and the
-// CSV/JSON report, the history store (files, reopen, corrupt index), the software thumbnail, model-dir checks.
+// GL-free pieces of the AI plugin: placement math, bbox range checks, form/spec JSON (variations included),
+// latency percentiles and the CSV/JSON report (one record for a job's variations), the history store (files,
+// reopen, corrupt index, one entry per variation), the software thumbnail, model-dir checks.
 #include "fake_backend.h"
 #include "history/history.h"
 #include "history/thumbnail.h"
@@ -127,6 +128,40 @@ TEST(AiSettings, NegativePromptReachesTheJobOnlyWithGuidance) {
   EXPECT_EQ(spec_from_json(json{{"prompt", "a lamp"}}).request.negative_prompt, "");  // older history entries
 }
 
+TEST(AiSettings, VariationsRoundTripAndNeedTopP) {
+  FormSettings f;
+  f.prompt = "a lamp";
+  f.top_p = true;
+  f.variations = 3;
+  EXPECT_EQ(form_from_json(to_json(f)).variations, 3);
+  json old = to_json(f);
+  old.erase("variations");
+  EXPECT_EQ(form_from_json(old).variations, 1);                           // settings saved before variations
+  EXPECT_EQ(form_from_json(json{{"variations", 9}}).variations, kMaxFormVariations);  // clamped on load
+  EXPECT_THROW(apply_json(f, json{{"variations", "three"}}), Error);
+
+  JobSpec s = make_spec(f, "/m", false);
+  EXPECT_EQ(s.request.variations, 3);
+  const JobSpec back = spec_from_json(spec_to_json(s));
+  EXPECT_EQ(back.request.variations, 3);
+  json old_spec = spec_to_json(s);
+  old_spec.erase("variations");
+  EXPECT_EQ(spec_from_json(old_spec).request.variations, 1);  // older history entries
+  f.top_p = false;  // greedy: the control is off and one shape is made
+  EXPECT_EQ(make_spec(f, "/m", false).request.variations, 1);
+
+  const JobSpec v2 = variation_spec(s, 2);
+  EXPECT_EQ(v2.request.seed, s.request.seed + 2);
+  EXPECT_EQ(v2.request.variations, 1);
+  EXPECT_EQ(v2.request.prompt, "a lamp");
+
+  EXPECT_EQ(check_variations(1, false), "");
+  EXPECT_EQ(check_variations(4, true), "");
+  EXPECT_NE(check_variations(2, false).find("top-p"), std::string::npos);
+  EXPECT_NE(check_variations(5, true).find("1 to 4"), std::string::npos);
+  EXPECT_NE(check_variations(0, true).find("1 to 4"), std::string::npos);
+}
+
 TEST(AiLatency, Percentiles) {
   std::vector<double> v;
   for (int i = 1; i <= 100; ++i) v.push_back(i);
@@ -200,6 +235,71 @@ TEST(AiLatency, RecordCsvJsonAndPersistence) {
   EXPECT_THROW(write_file_atomic("/proc/forbidden/x.csv", "x"), Error);
 }
 
+// One record for a job of several variations: tokens, shape stages, faces summed; TPOT from the gaps inside each
+// variation (a GPU batch: the same step times); decode rate over all tokens; previews once (the run's); a
+// "variations" column at the end.
+TEST(AiLatency, OneRecordForAllVariations) {
+  JobEvent ev;
+  ev.job = 9;
+  ev.state = JobState::Done;
+  auto spec = std::make_shared<JobSpec>(fake_spec("a lamp", 5));
+  spec->request.top_p = 0.9f;
+  spec->request.variations = 2;
+  ev.spec = spec;
+  for (int v = 0; v < 2; ++v) {
+    auto out = std::make_shared<JobOutput>();
+    out->variation = v;
+    out->seed = 5 + uint64_t(v);
+    out->stats.text_ms = 50;
+    out->stats.ttft_ms = 100;
+    out->stats.token_ms = {100, 110, 120, 130};  // decoded together: the same step times
+    out->stats.latent_ms = 5;
+    out->stats.occupancy_ms = 20;
+    out->stats.meshing_ms = 3;
+    out->stats.cleanup_ms = 2;
+    out->stats.previews = 3;  // the library gives the whole run's previews in every variation's stats
+    out->stats.preview_ms_total = 12;
+    out->decimate_ms = 1;
+    out->wall_ms = 300;
+    out->tokens = {1, 2, 3, 4};
+    out->mesh = std::make_shared<Mesh>(box_mesh());
+    ev.outputs.push_back(out);
+  }
+  ev.output = ev.outputs[0];
+  const LatencyRecord r = make_record(ev, {16}, "tiny", "CPU");
+  EXPECT_EQ(r.variations, 2);
+  EXPECT_EQ(r.seed, 5u);
+  EXPECT_EQ(r.tokens, 8);
+  EXPECT_EQ(r.tokens_total, 8);
+  EXPECT_DOUBLE_EQ(r.tpot_ms.p50, 10);
+  EXPECT_DOUBLE_EQ(r.tpot_ms.max, 10);
+  EXPECT_NEAR(r.tokens_per_s, 7 * 1000.0 / 30.0, 1e-9);  // 8 tokens from 100 to 130 ms
+  EXPECT_DOUBLE_EQ(r.gpt_ms, 80);                        // end of the text stage (50) to the last token (130)
+  EXPECT_DOUBLE_EQ(r.decode_ms, 50);
+  EXPECT_DOUBLE_EQ(r.meshing_ms, 12);
+  EXPECT_DOUBLE_EQ(r.total_ms, 300);
+  EXPECT_EQ(r.faces, 24u);
+  EXPECT_DOUBLE_EQ(r.ttft_ms, 100);
+  EXPECT_EQ(r.previews, 3);
+  EXPECT_DOUBLE_EQ(r.preview_ms, 12);
+  // The CSV keeps its columns and adds "variations" at the end; the JSON line reads it back.
+  const auto cols = csv_columns();
+  EXPECT_EQ(cols.front(), "job");
+  EXPECT_EQ(cols[cols.size() - 2], "ui_frame_max_ms");
+  EXPECT_EQ(cols.back(), "variations");
+  const std::string row = to_csv_row(r);
+  EXPECT_EQ(row.substr(row.rfind(',') + 1), "2");
+  EXPECT_EQ(std::count(row.begin(), row.end(), ','), long(cols.size() - 1));
+  TempDir tmp;
+  const std::string path = (tmp.path / "log.jsonl").string();
+  LatencyLog(path).add(r);
+  ASSERT_EQ(LatencyLog(path).records().size(), 1u);
+  EXPECT_EQ(LatencyLog(path).records()[0].variations, 2);
+  // A line written before variations reads as one.
+  std::ofstream(path, std::ios::trunc) << R"({"job": 1, "state": "done"})" << "\n";
+  EXPECT_EQ(LatencyLog(path).records()[0].variations, 1);
+}
+
 TEST(AiThumbnail, RendersTheShapeOverTheBackground) {
   RgbaImage img = render_thumbnail(box_mesh(2, 0.5f, 1.f, 0.3f), 64);
   ASSERT_EQ(img.width, 64);
@@ -253,6 +353,41 @@ TEST(AiHistory, SaveReopenPlaceExportDelete) {
   EXPECT_FALSE(fs::exists(fs::path(dir) / (id + ".glb")));
   EXPECT_FALSE(fs::exists(fs::path(dir) / (id + ".png")));
   EXPECT_TRUE(HistoryStore(dir).entries().empty());
+}
+
+// Each variation of a job is an entry of its own: its seed (seed + v), settings of one variation (so "Same seed"
+// remakes exactly it) and which variation of how many it was; older indexes read as single results.
+TEST(AiHistory, OneEntryPerVariationWithItsOwnSeed) {
+  TempDir tmp;
+  const std::string dir = (tmp.path / "history").string();
+  JobSpec job = fake_spec("a red chair", 11);
+  job.request.top_p = 0.9f;
+  job.request.variations = 3;
+  JobOutput out;
+  out.variation = 2;
+  out.seed = 13;
+  out.mesh = std::make_shared<Mesh>(box_mesh(1));
+  {
+    HistoryStore h(dir);
+    h.add(job, out);
+  }
+  HistoryStore h(dir);
+  ASSERT_EQ(h.entries().size(), 1u);
+  const HistoryEntry& e = h.entries()[0];
+  EXPECT_EQ(e.seed, 13u);
+  EXPECT_EQ(e.variation, 2);
+  EXPECT_EQ(e.variations, 3);
+  const JobSpec again = spec_from_json(e.spec);
+  EXPECT_EQ(again.request.seed, 13u);
+  EXPECT_EQ(again.request.variations, 1);
+  ASSERT_TRUE(again.request.top_p.has_value());
+
+  std::ofstream(fs::path(dir) / "history.json", std::ios::trunc)
+      << R"({"version": 1, "entries": [{"id": "old", "prompt": "a lamp", "seed": 4}]})";
+  HistoryStore old(dir);
+  ASSERT_EQ(old.entries().size(), 1u);
+  EXPECT_EQ(old.entries()[0].variation, 0);
+  EXPECT_EQ(old.entries()[0].variations, 1);
 }
 
 TEST(AiHistory, CorruptIndexIsMovedAside) {

@@ -1,6 +1,8 @@
 // The AI worker's job state machine on a scripted backend: the normal path, cancel in every state (queued, loading,
 // generating, meshing, after done), a failure injected in every stage (the worker recovers and the next job runs),
-// cancel latency in token steps, mailbox behaviour, decimation and bbox fit, shutdown while busy.
+// cancel latency in token steps, mailbox behaviour, decimation and bbox fit, shutdown while busy, and variations
+// (progress over every variation on the CPU and in a GPU-style batch, one output per variation with its seed, the
+// history hook per output, cancel between variations).
 #include "fake_backend.h"
 #include "placement/placement.h"
 #include "worker_test_util.h"
@@ -379,4 +381,180 @@ TEST(AiWorker, SubmitAfterShutdownIsCancelled) {
   r.pump();
   ASSERT_NE(r.terminal(id), nullptr);
   EXPECT_EQ(r.terminal(id)->state, JobState::Cancelled);
+}
+
+// ---- variations -----------------------------------------------------------------------------------------------
+namespace {
+JobSpec variations_spec(int n, uint64_t seed = 20) {
+  JobSpec s = fake_spec("a lamp", seed);
+  s.request.top_p = 0.9f;
+  s.request.variations = n;
+  return s;
+}
+
+// A job of 3 variations of 32 tokens each, held at a gate of the fake ("token:K@v").
+struct HeldVariations {
+  std::shared_ptr<FakeBackend> be = make_backend();
+  std::unique_ptr<Worker> w;
+  std::unique_ptr<Recorder> r;
+  JobId id = 0;
+  HeldVariations(const std::string& gate, bool batch) {
+    be->script.tokens = 32;
+    be->script.gate_at = gate;
+    be->script.batch_variations = batch;
+    w = std::make_unique<Worker>(be);
+    r = std::make_unique<Recorder>(*w);
+    id = w->submit(variations_spec(3));
+  }
+  // True once the job waits at the gate and the progress shows `done` tokens.
+  bool held_at(int done) {
+    return r->wait([&] { return be->at_gate.load() && r->progress && r->progress->tokens_done == done; });
+  }
+  const JobProgress& progress() const { return *r->progress; }
+};
+}  // namespace
+
+// The CPU decodes the variations one after the other: done counts the finished ones in full.
+TEST(AiWorkerVariations, ProgressCountsEveryVariationOneAfterTheOther) {
+  HeldVariations h("token:5@1", false);  // variation 1 (the second), before its token 5
+  ASSERT_TRUE(h.held_at(37)) << (h.r->progress ? h.r->progress->tokens_done : -1);
+  EXPECT_EQ(h.progress().tokens_total, 96);
+  EXPECT_EQ(h.progress().variations, 3);
+  EXPECT_EQ(h.progress().variation, 1);
+  EXPECT_EQ(h.progress().variations_decoding, 1);
+  h.be->release();
+  ASSERT_EQ(h.r->wait_terminal(h.id)->state, JobState::Done);
+}
+
+// A GPU batch decodes them together: every variation advances each step.
+TEST(AiWorkerVariations, ProgressCountsEveryVariationInABatch) {
+  HeldVariations h("token:5@2", true);  // step 5: variations 0 and 1 have 6 tokens, variation 2 has 5
+  ASSERT_TRUE(h.held_at(17)) << (h.r->progress ? h.r->progress->tokens_done : -1);
+  EXPECT_EQ(h.progress().tokens_total, 96);
+  EXPECT_EQ(h.progress().variations_decoding, 3);
+  h.be->release();
+  const JobEvent* t = h.r->wait_terminal(h.id);
+  ASSERT_EQ(t->state, JobState::Done) << t->message;
+  ASSERT_EQ(t->outputs.size(), 3u);
+  for (const auto& o : t->outputs) EXPECT_EQ(o->tokens.size(), 32u);
+}
+
+// Each output is one variation, base-centred like a single result, with seed + v; variation v equals the single
+// generation of that seed, and the variations differ from each other.
+TEST(AiWorkerVariations, OneOutputPerVariationWithItsSeed) {
+  auto be = make_backend();
+  std::vector<std::pair<int, uint64_t>> saved;  // (variation, seed) per finish call of the job of 3
+  WorkerOptions o;
+  o.finish = [&](const JobSpec& spec, JobOutput& out) {
+    if (spec.request.variations != 3) return;  // the single generation below
+    saved.emplace_back(out.variation, out.seed);
+    out.saved_id = "saved-" + std::to_string(out.variation);
+  };
+  Worker w(be, o);
+  Recorder r(w);
+  const JobEvent* done = r.wait_terminal(w.submit(variations_spec(3, 20)));
+  ASSERT_NE(done, nullptr);
+  const JobEvent t = *done;  // (the recorder's event list grows below)
+  ASSERT_EQ(t.state, JobState::Done) << t.message;
+  ASSERT_EQ(t.outputs.size(), 3u);
+  EXPECT_EQ(t.output, t.outputs[0]);
+  EXPECT_EQ(saved, (std::vector<std::pair<int, uint64_t>>{{0, 20}, {1, 21}, {2, 22}}));
+  for (int v = 0; v < 3; ++v) {
+    const JobOutput& out = *t.outputs[std::size_t(v)];
+    EXPECT_EQ(out.variation, v);
+    EXPECT_EQ(out.seed, 20u + uint64_t(v));
+    EXPECT_EQ(out.saved_id, "saved-" + std::to_string(v));
+    EXPECT_EQ(out.tokens.size(), 64u);
+    const Bounds b = mesh_bounds(*out.mesh);
+    EXPECT_NEAR(b.min[1], 0.f, 1e-5f);
+    EXPECT_NEAR(b.min[0] + b.max[0], 0.f, 1e-5f);
+    EXPECT_EQ(out.wall_ms, t.outputs[0]->wall_ms);
+  }
+  EXPECT_NE(t.outputs[0]->tokens, t.outputs[1]->tokens);
+  EXPECT_NE(t.outputs[1]->mesh->positions, t.outputs[2]->mesh->positions);
+  // Variation 1 is exactly the single generation of seed 21.
+  const JobEvent* single = r.wait_terminal(w.submit(fake_spec("a lamp", 21)));
+  ASSERT_EQ(single->state, JobState::Done);
+  EXPECT_EQ(single->outputs.size(), 1u);
+  EXPECT_EQ(single->output->tokens, t.outputs[1]->tokens);
+  EXPECT_EQ(single->output->mesh->positions, t.outputs[1]->mesh->positions);
+}
+
+TEST(AiWorkerVariations, FaceCapAppliesToEveryVariation) {
+  auto be = make_backend();
+  be->script.mesh_subdiv = 10;  // 1200 faces
+  Worker w(be);
+  Recorder r(w);
+  JobSpec s = variations_spec(2);
+  s.face_cap = 300;
+  const JobEvent* t = r.wait_terminal(w.submit(s));
+  ASSERT_EQ(t->state, JobState::Done) << t->message;
+  for (const auto& o : t->outputs) {
+    EXPECT_EQ(o->faces_before_cap, 1200u);
+    EXPECT_LE(o->mesh->face_count(), 300u);
+  }
+}
+
+TEST(AiWorkerVariations, CancelBetweenVariationsStopsTheJob) {
+  HeldVariations h("token:3@1", false);
+  ASSERT_TRUE(h.held_at(35));
+  EXPECT_TRUE(h.w->cancel(h.id));
+  const JobEvent* t = h.r->wait_terminal(h.id, 5);
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->state, JobState::Cancelled);
+  EXPECT_TRUE(t->outputs.empty());
+  EXPECT_FALSE(h.r->saw(h.id, JobState::Meshing));
+  ASSERT_TRUE(t->partial);
+  EXPECT_EQ(t->partial->token_ms.size(), 35u);  // variation 0 in full + 3 of variation 1
+  EXPECT_EQ(h.be->tokens_emitted.load(), 35);
+  // The worker goes on with the next job.
+  h.be->script.gate_at.clear();
+  EXPECT_EQ(h.r->wait_terminal(h.w->submit(variations_spec(2)))->state, JobState::Done);
+}
+
+// A failure in a later variation fails the whole job (nothing half-delivered, nothing saved).
+TEST(AiWorkerVariations, AFailureInAnyVariationFailsTheJob) {
+  auto be = make_backend();
+  std::atomic<int> finishes{0};
+  WorkerOptions o;
+  o.finish = [&](const JobSpec&, JobOutput&) { finishes++; };
+  be->script.fail_at = "token:10@2";
+  Worker w(be, o);
+  Recorder r(w);
+  const JobEvent* t = r.wait_terminal(w.submit(variations_spec(3)));
+  ASSERT_EQ(t->state, JobState::Failed);
+  EXPECT_NE(t->message.find("injected"), std::string::npos);
+  EXPECT_TRUE(t->outputs.empty());
+  EXPECT_EQ(finishes.load(), 0);
+  EXPECT_TRUE(r.wait([&] { return w.idle(); }));
+}
+
+// The backend checks the request like the library: several variations need top-p.
+TEST(AiWorkerVariations, GreedyVariationsFailWithTheReason) {
+  auto be = make_backend();
+  Worker w(be);
+  Recorder r(w);
+  JobSpec s = variations_spec(2);
+  s.request.top_p.reset();
+  const JobEvent* t = r.wait_terminal(w.submit(s));
+  ASSERT_EQ(t->state, JobState::Failed);
+  EXPECT_NE(t->message.find("top-p"), std::string::npos) << t->message;
+}
+
+// A GPU batch that fails mid-way restarts on the CPU from variation 0: the counts restart with it.
+TEST(AiWorkerVariations, TokenCounterRestartsWithTheLibrary) {
+  TokenCounter c(3);
+  for (int i = 0; i < 4; ++i)
+    for (int v = 0; v < 3; ++v) c.add(TokenEvent{i, 1, double(i), v});
+  EXPECT_EQ(c.tokens(), 12);
+  EXPECT_EQ(c.decoding(8), 3);
+  c.add(TokenEvent{0, 1, 10.0, 0});  // the CPU starts over with variation 0
+  EXPECT_EQ(c.tokens(), 1);
+  EXPECT_EQ(c.decoding(8), 1);
+  for (int i = 1; i < 8; ++i) c.add(TokenEvent{i, 1, 10.0 + i, 0});
+  c.add(TokenEvent{0, 1, 20.0, 1});
+  EXPECT_EQ(c.tokens(), 9);
+  EXPECT_EQ(c.decoding(8), 1);  // variation 0 finished, 1 decoding
+  const auto ms = c.token_ms();
+  EXPECT_TRUE(std::is_sorted(ms.begin(), ms.end()));
 }

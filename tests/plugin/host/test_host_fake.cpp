@@ -1,7 +1,8 @@
 // The AI plugin inside a headless editor, on the scripted backend: generate + place as one named undo step, undo,
 // redo; every bad input gives a message and leaves the panel idle; failures and cancel return the panel to idle
 // with the error shown; click-to-place through the viewport input hook; the ghost preview overlay; history actions
-// and persistence across restarts; settings saved on change; batch runs writing the latency report.
+// and persistence across restarts; settings saved on change; batch runs writing the latency report; variations (one
+// history entry per variation with its own seed, the first placed as one undo step, the top-p check).
 #include "../fake_backend.h"
 #include "host_fixture.h"
 
@@ -347,7 +348,7 @@ TEST(AiHost, HistoryActionsAndPersistence) {
 
 TEST(AiHost, SettingsAreSavedOnChange) {
   FakeSetup s("settings");
-  s.ed->cmd("ai.set", {{"seed", 4242}, {"prompt", "a barrel"}, {"guidance", 5.5}, {"top_p", true}});
+  s.ed->cmd("ai.set", {{"seed", 4242}, {"prompt", "a barrel"}, {"guidance", 5.5}, {"top_p", true}, {"variations", 3}});
   // Saved shortly after the change (debounced), without an explicit save.
   s.ed->pump_until([] { return false; }, 0.6);
   s.restart();
@@ -356,6 +357,7 @@ TEST(AiHost, SettingsAreSavedOnChange) {
   EXPECT_EQ(f["prompt"], "a barrel");
   EXPECT_FLOAT_EQ(f["guidance"].get<float>(), 5.5f);
   EXPECT_TRUE(f["top_p"].get<bool>());
+  EXPECT_EQ(f["variations"], 3);
 }
 
 TEST(AiHost, BatchRunWritesTheLatencyReport) {
@@ -436,4 +438,115 @@ TEST(AiHost, BoxGizmoResizesTheRequestedSize) {
   EXPECT_NEAR(b[2].get<double>(), 1.5, 1e-4);
   // Away from the handles the editor keeps its clicks.
   EXPECT_FALSE(ed.host.dispatch_input(ev(T::Press, 100, 100)));
+}
+
+TEST(AiHost, VariationsGoToTheHistoryAndTheFirstIsPlaced) {
+  FakeSetup s("variations");
+  Editor& ed = *s.ed;
+  ed.cmd("ai.pick", {{"point", {1.0, 0.0, 2.0}}});
+  json r = ed.cmd("ai.generate", {{"prompt", "a street lamp"}, {"seed", 40}, {"top_p", true}, {"variations", 3}});
+  ASSERT_TRUE(r["ok"].get<bool>()) << r.dump();
+  EXPECT_EQ(ed.status()["job"]["variations"], 3);
+  EXPECT_EQ(ed.status()["job"]["tokens_total"], 3 * 64);
+  ASSERT_TRUE(ed.wait_idle());
+  json st = ed.status();
+  EXPECT_EQ(st["last"]["state"], "done");
+  EXPECT_EQ(st["last"]["variations"], 3);
+  // One history entry per variation, each with its own seed and the settings of one variation.
+  json h = ed.cmd("ai.history");
+  ASSERT_EQ(h.size(), 3u);
+  for (int v = 0; v < 3; ++v) {
+    EXPECT_EQ(h[v]["seed"], 40 + v);
+    EXPECT_EQ(h[v]["variation"], v);
+    EXPECT_EQ(h[v]["variations"], 3);
+    EXPECT_EQ(h[v]["spec"]["seed"], 40 + v);
+    EXPECT_EQ(h[v]["spec"]["variations"], 1);
+  }
+  EXPECT_EQ(st["last"]["history_ids"].size(), 3u);
+  EXPECT_EQ(st["last"]["history_id"], h[0]["id"]);
+  // Variation 0 is placed as one undo step; the message points at the others.
+  ASSERT_EQ(ed.doc.scene().size(), 1u);
+  EXPECT_EQ(ed.doc.history().undo_names(), std::vector<std::string>{"Generate: a street lamp"});
+  EXPECT_EQ(ed.doc.scene().entities()[0].transform.position, (Vec3{1.f, 0.f, 2.f}));
+  auto& store = ed.plugin->controller()->history();
+  EXPECT_EQ(ed.doc.scene().entities()[0].mesh->positions, store.mesh(h[0]["id"])->positions);
+  EXPECT_NE(store.mesh(h[1]["id"])->positions, store.mesh(h[0]["id"])->positions);
+  EXPECT_NE(ed.all_messages().find("the other 2 are in the history"), std::string::npos) << ed.all_messages();
+  ASSERT_TRUE(ed.doc.undo());
+  EXPECT_EQ(ed.doc.scene().size(), 0u);
+  // One latency record for the job.
+  EXPECT_EQ(st["latency_records"], 1);
+  EXPECT_EQ(st["last"]["latency"]["variations"], 3);
+  EXPECT_EQ(st["last"]["latency"]["tokens"], 3 * 64);
+
+  // "Same seed" on variation 2 remakes exactly that shape, alone; "Variation" makes a new one.
+  r = ed.cmd("ai.history_action", {{"index", 2}, {"action", "regenerate"}});
+  ASSERT_TRUE(r["ok"].get<bool>()) << r.dump();
+  ASSERT_TRUE(ed.wait_idle());
+  r = ed.cmd("ai.history_action", {{"index", 2}, {"action", "variation"}});
+  ASSERT_TRUE(r["ok"].get<bool>()) << r.dump();
+  ASSERT_TRUE(ed.wait_idle());
+  h = ed.cmd("ai.history");
+  ASSERT_EQ(h.size(), 5u);
+  EXPECT_EQ(h[3]["seed"], 42);
+  EXPECT_EQ(h[3]["variations"], 1);
+  EXPECT_EQ(store.mesh(h[3]["id"])->positions, store.mesh(h[2]["id"])->positions);
+  EXPECT_NE(h[4]["seed"], 42);
+  EXPECT_EQ(h[4]["variations"], 1);
+}
+
+TEST(AiHost, VariationsWithoutPlacingKeepThemAllInTheHistory) {
+  FakeSetup s("variations_noplace");
+  Editor& ed = *s.ed;
+  json r = ed.cmd("ai.generate", {{"prompt", "a crate"}, {"top_p", true}, {"variations", 2}, {"place", false}});
+  ASSERT_TRUE(r["ok"].get<bool>()) << r.dump();
+  ASSERT_TRUE(ed.wait_idle());
+  EXPECT_EQ(ed.doc.scene().size(), 0u);
+  EXPECT_EQ(ed.cmd("ai.history").size(), 2u);
+  EXPECT_NE(ed.all_messages().find("all 2 are in the history"), std::string::npos) << ed.all_messages();
+}
+
+TEST(AiHost, VariationsNeedTopPAndARange) {
+  FakeSetup s("variations_check");
+  Editor& ed = *s.ed;
+  json r = ed.cmd("ai.generate", {{"prompt", "a chair"}, {"variations", 3}});  // greedy (the default)
+  EXPECT_FALSE(r["ok"].get<bool>());
+  EXPECT_NE(r["error"].get<std::string>().find("top-p"), std::string::npos) << r.dump();
+  EXPECT_FALSE(ed.status()["busy"].get<bool>());
+  EXPECT_EQ(ed.status()["form"]["variations"], 1);  // the form is left as it was
+  EXPECT_EQ(ed.status()["form"]["prompt"], "");
+  r = ed.cmd("ai.set", {{"variations", 2}});
+  EXPECT_FALSE(r["ok"].get<bool>());
+  EXPECT_NE(r["error"].get<std::string>().find("top-p"), std::string::npos) << r.dump();
+  r = ed.cmd("ai.set", {{"top_p", true}, {"variations", 5}});
+  EXPECT_FALSE(r["ok"].get<bool>());
+  EXPECT_NE(r["error"].get<std::string>().find("1 to 4"), std::string::npos) << r.dump();
+  EXPECT_FALSE(ed.status()["form"]["top_p"].get<bool>());
+  r = ed.cmd("ai.set", {{"top_p", true}, {"variations", 4}});
+  EXPECT_EQ(r["variations"], 4);
+  EXPECT_EQ(ed.status()["form"]["variations"], 4);
+  // Back to greedy: the count is kept for later but one shape is made (the panel's control is off).
+  ed.cmd("ai.set", {{"top_p", false}});
+  ASSERT_TRUE(ed.cmd("ai.generate", {{"prompt", "a chair"}})["ok"].get<bool>());
+  ASSERT_TRUE(ed.wait_idle());
+  EXPECT_EQ(ed.cmd("ai.history").size(), 1u);
+  EXPECT_EQ(ed.status()["last"]["variations"], 1);
+}
+
+TEST(AiHost, CancelDuringVariationsPlacesNothing) {
+  FakeSetup s("variations_cancel", [](FakeScript& f) { f.gate_at = "token:4@1"; });
+  Editor& ed = *s.ed;
+  ASSERT_TRUE(ed.cmd("ai.generate", {{"prompt", "a lamp"}, {"top_p", true}, {"variations", 3}})["ok"].get<bool>());
+  ASSERT_TRUE(ed.pump_until([&] { return s.be->at_gate.load() && ed.status()["job"]["tokens_done"] == 68; }))
+      << ed.status()["job"].dump();
+  EXPECT_EQ(ed.status()["job"]["variation"], 1);
+  ed.cmd("ai.cancel");
+  ASSERT_TRUE(ed.wait_idle(5));
+  json st = ed.status();
+  EXPECT_EQ(st["last"]["state"], "cancelled");
+  EXPECT_EQ(ed.doc.scene().size(), 0u);
+  EXPECT_EQ(ed.cmd("ai.history").size(), 0u);
+  EXPECT_EQ(st["latency_records"], 1);
+  EXPECT_EQ(st["last"]["latency"]["variations"], 3);
+  EXPECT_EQ(st["last"]["latency"]["tokens"], 68);
 }

@@ -1,6 +1,7 @@
 // The AI plugin on the real Cube3D CPU path, with random-weight test models written by
 // `cubeforge-gen make-test-model` (the real CLIP vocabulary): prompt → live preview → placed mesh → undo/redo,
-// same seed = identical result, unknown words / truncated prompts, cancel latency in token steps, and the UI frame
+// same seed = identical result, a variation = the single generation of its seed (Cube3D::generate_variations
+// through the worker), unknown words / truncated prompts, cancel latency in token steps, and the UI frame
 // time (a 60 Hz headless UI loop drawing the panel and the ghost) while a generation runs on the CPU.
 // Skipped (with the reason) when cubeforge-gen or the CLIP vocabulary is not available.
 #include "host_fixture.h"
@@ -78,6 +79,15 @@ double thread_cpu_ms() {
   return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) / 1e6;
 }
 
+// A job on a test model at the quick resolution (the worker-level tests).
+JobSpec real_spec(const std::string& dir, const std::string& prompt) {
+  JobSpec s;
+  s.model_dir = dir;
+  s.request.prompt = prompt;
+  s.mesh.resolution_base = 5;
+  return s;
+}
+
 // Fast settings for random-weight models.
 json quick() { return {{"resolution", 5}, {"preview_resolution", 4}, {"preview_every", 4}, {"face_cap", 5000}}; }
 
@@ -151,6 +161,39 @@ TEST(AiModel, SameSeedGivesTheIdenticalResult) {
   EXPECT_EQ(a->triangles, b->triangles);
 }
 
+// Variations through the real backend (the CPU decodes them one after the other): variation 1 of seed 9 is exactly
+// the single generation of seed 10, tokens and mesh; the worker counts the tokens of both variations.
+TEST(AiModel, AVariationIsTheSingleGenerationOfItsSeed) {
+  NEED_MODEL(dir, "tiny");
+  Worker w(make_cube3d_backend());
+  Recorder r(w);
+  JobSpec s = real_spec(dir, "a wooden table");
+  s.request.seed = 9;
+  s.request.top_p = 0.9f;
+  s.request.variations = 2;
+  s.preview.every = 4;
+  s.preview.resolution_base = 4;
+  const JobEvent* done = r.wait_terminal(w.submit(s), 120);
+  ASSERT_NE(done, nullptr);
+  const JobEvent job = *done;  // (the recorder's event list grows below)
+  ASSERT_EQ(job.state, JobState::Done) << job.message;
+  ASSERT_EQ(job.outputs.size(), 2u);
+  ASSERT_TRUE(r.progress);
+  const int per_shape = int(job.outputs[0]->tokens.size());
+  EXPECT_EQ(r.progress->tokens_total, 2 * per_shape);
+  EXPECT_EQ(r.progress->tokens_done, 2 * per_shape);
+  EXPECT_EQ(job.outputs[1]->seed, 10u);
+  EXPECT_NE(job.outputs[0]->tokens, job.outputs[1]->tokens);
+  JobSpec one = s;
+  one.request.seed = 10;
+  one.request.variations = 1;
+  const JobEvent* single = r.wait_terminal(w.submit(one), 120);
+  ASSERT_NE(single, nullptr);
+  ASSERT_EQ(single->state, JobState::Done) << single->message;
+  EXPECT_EQ(single->output->tokens, job.outputs[1]->tokens);
+  EXPECT_EQ(single->output->mesh->positions, job.outputs[1]->mesh->positions);
+}
+
 TEST(AiModel, UnknownWordsAndTruncatedPromptsAreExplained) {
   NEED_MODEL(dir, "tiny");
   ScopedConfigDir cfg("model_words");
@@ -195,11 +238,7 @@ TEST(AiModel, CancelStopsWithinATokenStep) {
   NEED_MODEL(dir, "small");
   Worker w(make_cube3d_backend());
   Recorder r(w);
-  JobSpec s;
-  s.model_dir = dir;
-  s.request.prompt = "a lamp";
-  s.mesh.resolution_base = 5;
-  const JobId id = w.submit(s);
+  const JobId id = w.submit(real_spec(dir, "a lamp"));
   ASSERT_TRUE(r.wait([&] { return r.progress && r.progress->job == id && r.progress->tokens_done >= 10; }, 120));
   const double t0 = now_ms();
   ASSERT_TRUE(w.cancel(id));

@@ -90,7 +90,7 @@ TEST(AiPanel, DrawsInEveryState) {
   PanelSetup s("panel_states");
   s.be->script.gate_at = "token:30";
   ASSERT_TRUE(s.frames_until([&] { return s.ed->status()["model"]["state"] == "ready"; }));
-  s.ed->cmd("ai.set", {{"use_bbox", true}, {"bbox", {1.0, 2.0, 1.0}}, {"top_p", true}});
+  s.ed->cmd("ai.set", {{"use_bbox", true}, {"bbox", {1.0, 2.0, 1.0}}, {"top_p", true}, {"variations", 2}});
   for (int i = 0; i < 3; ++i) s.frame();
   ASSERT_TRUE(s.ed->cmd("ai.generate", {{"prompt", "a barrel"}})["ok"].get<bool>());
   ASSERT_TRUE(s.frames_until([&] { return s.be->at_gate.load(); }));
@@ -98,7 +98,7 @@ TEST(AiPanel, DrawsInEveryState) {
   s.be->release();
   ASSERT_TRUE(s.frames_until([&] { return !s.ed->status()["busy"].get<bool>(); }));
   for (int i = 0; i < 3; ++i) s.frame();  // history with a thumbnail (no GL here: drawn as a button)
-  EXPECT_EQ(s.ed->cmd("ai.history").size(), 1u);
+  EXPECT_EQ(s.ed->cmd("ai.history").size(), 2u);  // two variations, marked v1/2 and v2/2
   s.ed->cmd("ai.generate", {{"prompt", ""}});  // an error message in the panel
   for (int i = 0; i < 3; ++i) s.frame();
   EXPECT_NE(s.ed->errors().find("empty"), std::string::npos);
