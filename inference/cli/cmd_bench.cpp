@@ -36,6 +36,7 @@ struct BenchArgs {
   int reps = 2;
   bool quick = false;
   int copy_mb = 2048;  // bench: buffer of the device-to-device copy that the bandwidth is compared with
+  float batch_top_p = 0;  // bench: the batch runs sample with this top-p (the editor's variations), 0 = greedy
   std::vector<int> attribute;  // cuda-check: engine variants compared (pass 0 only) against the same reference
 };
 
@@ -69,6 +70,7 @@ bool parse_args(int argc, char** argv, BenchArgs& a, const char* usage) {
     else if (k == "--reps") a.reps = std::atoi(val().c_str());
     else if (k == "--quick") a.quick = true;
     else if (k == "--copy-mb") a.copy_mb = std::atoi(val().c_str());
+    else if (k == "--batch-top-p") a.batch_top_p = std::strtof(val().c_str(), nullptr);
     else if (k == "--attribute") a.attribute = int_list(val());
     else if (k == "--help" || k == "-h") {
       std::printf("%s", usage);
@@ -180,7 +182,8 @@ double pct(std::vector<float> v, double q) {
 int run_bench(int argc, char** argv) {
   const char* usage =
       "usage: cubeforge-gen bench --synthetic v0.1|v0.5|tiny [--batches 1,2,4,8] [--steps-per-graph K] [--seed S]\n"
-      "                           [--no-pdl] [--variant BITS] [--reps R] [--quick] [--copy-mb MB]\n";
+      "                           [--no-pdl] [--variant BITS] [--reps R] [--quick] [--copy-mb MB]\n"
+      "                           [--batch-top-p P]   (batch runs sample with top-p P, as variations do)\n";
   BenchArgs a;
   if (!parse_args(argc, argv, a, usage)) return 0;
   std::string why;
@@ -259,10 +262,16 @@ int run_bench(int argc, char** argv) {
                 t1 != t3 ? "yes" : "NO");
   }
   std::vector<std::pair<int, double>> batch_tpot;
+  GenerateOptions gb = g;
+  if (a.batch_top_p > 0) {
+    gb.top_p = a.batch_top_p;
+    gb.seed = 7;
+  }
+  const std::string bname = a.batch_top_p > 0 ? "top-p B" : "greedy B";
   for (int P : a.batches) {
     const double by = eng->decode_bytes_per_step(2 * P, SingleBlockAttention::Reference);
-    do_run("greedy B" + std::to_string(P) + " (warm)", g, P, by);
-    do_run("greedy B" + std::to_string(P), g, P, by);
+    do_run(bname + std::to_string(P) + " (warm)", gb, P, by);
+    do_run(bname + std::to_string(P), gb, P, by);
     batch_tpot.push_back({P, rows.back().tpot_ms});
   }
   // summary
@@ -287,8 +296,8 @@ int run_bench(int argc, char** argv) {
   std::printf("| achieved bandwidth | %.0f GB/s = %.0f%% of copy %.0f GB/s (floor %.4f ms) |\n",
               bytes1 / (tp * 1e-3) / 1e9, bytes1 / (tp * 1e-3) / copy_bw * 100, copy_bw / 1e9, bytes1 / copy_bw * 1e3);
   for (auto& b : batch_tpot)
-    std::printf("| TPOT batch %d (%d rows) | %.4f ms (%.3fx B1) |\n", b.first, 2 * b.first, b.second,
-                b.second / batch_tpot.front().second);
+    std::printf("| TPOT batch %d (%d rows)%s | %.4f ms (%.3fx B1) |\n", b.first, 2 * b.first,
+                a.batch_top_p > 0 ? ", top-p" : "", b.second, b.second / batch_tpot.front().second);
   return 0;
 }
 
@@ -502,6 +511,7 @@ int run_check(int argc, char** argv) {
     std::printf("top-p variations: %d in one batch (seed %llu) vs single generations of seeds %llu..%llu: %d/%d equal, "
                 "%d/%d differ from variation 0\n", P, (unsigned long long)o.seed, (unsigned long long)o.seed,
                 (unsigned long long)o.seed + P - 1, equal, P, distinct, P - 1);
+    std::printf("digest: top-p variations tokens %016llx\n", fnv1a(batch));
     if (equal != P || distinct != P - 1) ++failures;
   }
   // cancellation + streaming callback

@@ -6,6 +6,7 @@
 # timeline (variant bit 21) of each configuration. Usage (device tool, repo root):
 #   BIN=.devcarry/s14b/cubeforge-gen CONFIGS="CUBEFORGE_GPT_OPROJ=0 CUBEFORGE_GPT_OPROJ=1" bash tools/device/env_ab.sh
 #   CONFIGS="BIN=.devcarry/new/cubeforge-gen BIN=.devcarry/base/cubeforge-gen" bash tools/device/env_ab.sh
+# BENCH_ARGS: more bench options for the quick benches (e.g. "--batch-top-p 0.9": the batch runs sample, as variations)
 set -uo pipefail
 . tools/device/common.sh
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
@@ -39,7 +40,7 @@ for r in $(seq "$REPS"); do
   for c in $CONFIGS; do
     i=$((i + 1))
     for m in v0.1 v0.5; do
-      withcfg "$c" run ab_${i}_${m}_$r 90 @BIN bench --synthetic $m --quick --batches 1,4 --reps 1 >/dev/null
+      withcfg "$c" run ab_${i}_${m}_$r 90 @BIN bench --synthetic $m --quick --batches 1,4 --reps 1 ${BENCH_ARGS:-} >/dev/null
       echo "config $i $m rep $r: $(grep -E "TPOT batch (1|4) " "$RUN_LOG_DIR/ab_${i}_${m}_$r.log" | sed 's/|//g; s/  */ /g' | tr '\n' ';')"
     done
   done
