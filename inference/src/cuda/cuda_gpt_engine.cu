@@ -702,11 +702,11 @@ struct CudaGptEngine::Impl {
     p.host_tokens = h_tokens_dev;
     p.tl = tl_slot("lm_head");
     GemvLm::run(p, stream, pdl, nsm);
-    if (!k.step0) kseq_graph = kseq;
     if (k.topp) {
-      ToppParams t = {ctl, dyn, guided, wte, x, stats, tokens, h_tokens_dev};
+      ToppParams t = {ctl, dyn, guided, wte, x, stats, tokens, h_tokens_dev, tl_slot("topp")};
       launch(topp_kernel, dim3(P), dim3(TOPP_THREADS), 0, stream, pdl, t);
     }
+    if (!k.step0) kseq_graph = kseq;
   }
 
   cudaGraphExec_t graph(bool causal, bool topp, int steps, double* capture_ms) {
@@ -725,8 +725,8 @@ struct CudaGptEngine::Impl {
   // Timeline of one decode step (1-step graph replays at position N/2, after a generate): per kernel kind the mean
   // span (start -> end), the mean increment of the step's critical path (end - previous end) and how early the
   // kernel started before its predecessor ended. Diagnostics only (variant bit 21).
-  void timeline_report(bool causal) {
-    cudaGraphExec_t g = graph(causal, false, 1, nullptr);
+  void timeline_report(bool causal, bool topp) {
+    cudaGraphExec_t g = graph(causal, topp, 1, nullptr);
     const int nk = std::min(kseq_graph, kTlMax), reps = 20;
     std::vector<unsigned long long> h(3 * (size_t)nk);
     std::vector<double> span(nk, 0), inc(nk, 0), early(nk, 0), waitlag(nk, 0);
@@ -764,8 +764,8 @@ struct CudaGptEngine::Impl {
       a[3] += early[i] / reps;
       a[4] += waitlag[i] / reps;
     }
-    std::fprintf(stderr, "timeline: one step (1-step graph, %d rows, pos %d, %d replays): %d kernels, first start -> "
-                 "last end %.1f us\n", R, mid, reps, nk, total / reps / 1000.0);
+    std::fprintf(stderr, "timeline: one step (1-step graph, %d rows, %s, pos %d, %d replays): %d kernels, first start "
+                 "-> last end %.1f us\n", R, topp ? "top-p" : "argmax", mid, reps, nk, total / reps / 1000.0);
     std::fprintf(stderr, "timeline: %-9s %4s %10s %12s %12s %12s %12s\n", "kernel", "n", "span us", "increment us",
                  "sum incr us", "early us", "wait-lag us");
     for (const auto& nm : order) {
@@ -1009,7 +1009,7 @@ std::vector<int32_t> CudaGptEngine::generate(const GenerateOptions& o, GenerateS
   if (cancelled) throw cubeforge::Cancelled();
   std::vector<int32_t> out((size_t)m.P * m.N);
   for (size_t i = 0; i < out.size(); ++i) out[i] = m.h_tokens[i];
-  if (m.diag_tl && o.use_graph && !topp) m.timeline_report(causal);
+  if (m.diag_tl && o.use_graph) m.timeline_report(causal, topp);
   return out;
 }
 

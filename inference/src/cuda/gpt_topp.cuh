@@ -15,6 +15,7 @@ struct ToppParams {
   float* stats;
   int* tokens;
   int* host_tokens;
+  unsigned long long* tl;  // diagnostics only: timeline stamps (TlStamp) or null
 };
 
 __device__ inline unsigned long long splitmix64(unsigned long long z) {
@@ -26,19 +27,38 @@ __device__ inline unsigned long long splitmix64(unsigned long long z) {
 
 constexpr int TOPP_THREADS = 1024, TOPP_PER = 16;  // 16384 logits
 __global__ void __launch_bounds__(TOPP_THREADS) topp_kernel(const ToppParams tp) {
-  pdl_wait();
-  pdl_trigger();
+  const TlStamp tls(tp.tl);
+  const Ctl* ctl = tp.ctl;
+  const int pv = blockIdx.x, V = ctl->vocab;
+  // Before the wait (written many kernels back): the position and this step's random bits. Variation pv samples
+  // with seed + pv, keyed by (seed, step) as the CPU path (sampling.cpp) and the generic kernels do: variation pv of
+  // a batch is the single generation of seed + pv.
+  const int pos = __ldcg(&tp.dyn->pos);
+  const unsigned long long h = splitmix64((ctl->seed + (unsigned long long)pv) ^
+                                          splitmix64((unsigned long long)(unsigned)pos + 0x51ed2701ULL));
+  const float top_p = ctl->top_p;
+  pdl_handoff(tls);
   __shared__ float sh[32];
   __shared__ int chosen;
   __shared__ int tok_s[MAXP];
   __shared__ int last;
-  const Ctl* ctl = tp.ctl;
-  const int pv = blockIdx.x, V = ctl->vocab;
-  const int pos = __ldcg(&tp.dyn->pos);
   float lg[TOPP_PER];
   const int k0 = threadIdx.x * TOPP_PER;
+  // A thread's 16 logits as four 16-byte loads (the vocabulary is a multiple of 16: all or none of them exist)
+  if (k0 < V) {
+    const float4* src = reinterpret_cast<const float4*>(tp.guided + (size_t)pv * V + k0);
 #pragma unroll
-  for (int i = 0; i < TOPP_PER; ++i) lg[i] = (k0 + i < V) ? __ldcg(tp.guided + (size_t)pv * V + k0 + i) : -INFINITY;
+    for (int i = 0; i < TOPP_PER / 4; ++i) {
+      const float4 f = __ldcg(src + i);
+      lg[4 * i] = f.x;
+      lg[4 * i + 1] = f.y;
+      lg[4 * i + 2] = f.z;
+      lg[4 * i + 3] = f.w;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < TOPP_PER; ++i) lg[i] = -INFINITY;
+  }
   float mx = -INFINITY;
 #pragma unroll
   for (int i = 0; i < TOPP_PER; ++i) mx = fmaxf(mx, lg[i]);
@@ -54,7 +74,6 @@ __global__ void __launch_bounds__(TOPP_THREADS) topp_kernel(const ToppParams tp)
 #pragma unroll
   for (int i = 0; i < TOPP_PER; ++i) lg[i] *= inv;  // probabilities
   const float pmax = inv;                              // exp(0) / sum
-  const float top_p = ctl->top_p;
   // G(v) = sum of probabilities >= v. Keep the longest prefix (descending) with cumulative sum <= top_p, >= 1 token.
   auto G = [&](float v) {
     float s = 0.f;
@@ -93,11 +112,8 @@ __global__ void __launch_bounds__(TOPP_THREADS) topp_kernel(const ToppParams tp)
     total += wsum[i];
   }
   const float excl = wbase + incl - local;
-  // Variation pv samples with seed + pv, keyed by (seed, step) as the CPU path (sampling.cpp) and the generic kernels
-  // do: variation pv of a batch is the single generation of seed + pv.
-  const unsigned long long h = splitmix64((ctl->seed + (unsigned long long)pv) ^
-                                          splitmix64((unsigned long long)(unsigned)pos + 0x51ed2701ULL));
-  const float u = (float)((h >> 40) * (1.0 / 16777216.0)) * total;
+  // u in [0, total): the top 24 random bits as an exact float fraction
+  const float u = (float)(h >> 40) * (1.f / 16777216.f) * total;
   float run = excl;
 #pragma unroll
   for (int i = 0; i < TOPP_PER; ++i) {
