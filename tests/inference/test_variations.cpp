@@ -47,7 +47,7 @@ class FakeBatchBackend : public TokenBackend {
     uint64_t seed;
   };
   int batch = 2, num_codes = 1, N = 32;
-  bool fail_first = false;
+  bool fail_first = false, short_lists = false;  // throw on the first call / return one token list too few
   std::vector<Call> calls;
 
   static int token(uint64_t seed, int i, int K) { return int((seed * 7919 + uint64_t(i) * 31) % uint64_t(K)); }
@@ -69,6 +69,7 @@ class FakeBatchBackend : public TokenBackend {
         if (cb) cb(TokenEvent{i, out[v].back(), 0.1 * (i + 1), v});
         if (stats && v == 0) stats->token_ms.push_back(0.1 * (i + 1));
       }
+    if (short_lists) out.pop_back();
     return out;
   }
 };
@@ -153,6 +154,23 @@ TEST_F(VariationsTest, BackendFailureFinishesEveryVariationOnTheCpu) {
   for (int v = 0; v < 3; ++v) {
     EXPECT_EQ(res[v].tokens, single(40 + v)) << "variation " << v;
     EXPECT_EQ(res[v].stats.backend, "cpu (fake-batch failed: device lost)");
+  }
+}
+
+// A backend that hands back another number of token lists than asked is a failure like any other: the CPU path
+// makes the variations, and the stats say why.
+TEST_F(VariationsTest, WrongNumberOfTokenListsFallsBackToTheCpu) {
+  auto owned = std::make_unique<FakeBatchBackend>();
+  owned->num_codes = model_->config().shape.num_codes;
+  owned->N = model_->config().num_tokens();
+  owned->short_lists = true;
+  model_->set_token_backend(std::move(owned));
+  const auto res = model_->generate_token_variations(request(2));
+  ASSERT_EQ(res.size(), 2u);
+  model_->set_token_backend(nullptr);
+  for (int v = 0; v < 2; ++v) {
+    EXPECT_EQ(res[v].tokens, single(40 + v)) << "variation " << v;
+    EXPECT_EQ(res[v].stats.backend, "cpu (fake-batch failed: it returned 1 token lists for 2 variations)");
   }
 }
 

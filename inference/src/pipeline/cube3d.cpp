@@ -345,10 +345,10 @@ std::vector<TokenResult> Cube3D::generate_token_variations(const GenerationReque
   const int B = req.guidance > 0 ? 2 : 1;
   text.text_ms = ms_since(t0);
   std::vector<TokenResult> out(req.variations);
-  std::string cpu_note = "cpu";  // after a GPU failure: why the rest runs on the CPU
+  bool gpu = backend_ != nullptr;
+  std::string cpu_backend = "cpu";  // after a GPU failure, it says why the rest runs on the CPU
   for (int v0 = 0; v0 < req.variations;) {
     // The next chunk: as many variations as the backend decodes together, else one on the CPU.
-    const bool gpu = backend_ && cpu_note == "cpu";
     GenerationRequest r = req;
     r.seed = req.seed + uint64_t(v0);
     r.variations = gpu ? std::clamp(backend_->max_variations(), 1, req.variations - v0) : 1;
@@ -364,12 +364,16 @@ std::vector<TokenResult> Cube3D::generate_token_variations(const GenerationReque
       try {
         tokens = r.variations > 1 ? backend_->generate_variations(cond, B, r, r.variations, cb, cancel, &st)
                                   : std::vector<std::vector<int>>{backend_->generate(cond, B, r, cb, cancel, &st)};
+        if (tokens.size() != size_t(r.variations))
+          throw Error("it returned " + std::to_string(tokens.size()) + " token lists for " +
+                      std::to_string(r.variations) + " variations");
         st.backend = backend_->name();
       } catch (const Cancelled&) {
         throw;
       } catch (const std::exception& e) {
         // A GPU failure mid-generation (out of memory, driver error): finish on the CPU and say so.
-        cpu_note = std::string("cpu (") + backend_->name() + " failed: " + e.what() + ")";
+        gpu = false;
+        cpu_backend = std::string("cpu (") + backend_->name() + " failed: " + e.what() + ")";
         tokens.clear();
         st = text;
       }
@@ -377,11 +381,8 @@ std::vector<TokenResult> Cube3D::generate_token_variations(const GenerationReque
     if (tokens.empty()) {
       r.variations = 1;
       tokens.push_back(run_gpt(cond, B, r.guidance, r.top_p, r.seed, r.attention, nullptr, nullptr, cb, cancel, &st));
-      st.backend = cpu_note;
+      st.backend = cpu_backend;
     }
-    if (tokens.size() != size_t(r.variations))
-      throw Error(st.backend + " returned " + std::to_string(tokens.size()) + " token lists for " +
-                  std::to_string(r.variations) + " variations");
     for (auto& t : st.token_ms) t += offset;
     st.ttft_ms = st.token_ms.empty() ? 0 : st.token_ms.front();
     for (auto& t : tokens) out[v0++] = TokenResult{std::move(t), st};
