@@ -489,15 +489,11 @@ int run_check(int argc, char** argv) {
   // the single generations of seeds S..S+3, token for token, and differ from each other.
   {
     const int P = 4;
-    const size_t row = cond.size() / 2;
-    std::vector<float> rows;
-    for (int half = 0; half < 2; ++half)
-      for (int p = 0; p < P; ++p) rows.insert(rows.end(), cond.begin() + half * row, cond.begin() + (half + 1) * row);
     GenerateOptions o;
     o.guidance = g;
     o.top_p = 0.9f;
     o.seed = 1234;
-    eng->prefill(rows.data(), 2 * P, true);
+    eng->prefill(variation_rows(cond, 2, P).data(), 2 * P, true);
     const auto batch = eng->generate(o);
     int equal = 0, distinct = 0;
     for (int p = 0; p < P; ++p) {

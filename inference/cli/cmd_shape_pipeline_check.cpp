@@ -59,8 +59,9 @@ void check_preset(const std::string& preset, const std::string& tokenizer, int r
   {  // the front ends' switch: attaching a CUDA token loop attaches the GPU shape stage (registered factory)
     struct StubCudaTokens : TokenBackend {
       std::string name() const override { return "cuda (stub token loop)"; }
-      std::vector<int> generate(const std::vector<float>&, int, const GenerationRequest&, const TokenCallback&,
-                                const CancelToken*, GenerationStats*) override {
+      std::vector<std::vector<int>> generate_variations(const std::vector<float>&, int, const GenerationRequest&, int,
+                                                        const TokenCallback&, const CancelToken*,
+                                                        GenerationStats*) override {
         throw Error("stub");
       }
     };

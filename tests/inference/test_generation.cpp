@@ -239,12 +239,8 @@ TEST_F(GenerationTest, PromptTruncationIsReported) {
 TEST_F(GenerationTest, MeshAndPreviewsArriveBeforeCompletion) {
   GenerationRequest req;
   req.prompt = "a barrel";
-  MeshOptions mo;
-  mo.resolution_base = 4;
-  PreviewOptions po;
-  po.every = 8;
-  po.adaptive = false;
-  po.resolution_base = 4;
+  const MeshOptions mo = cftest::coarse_mesh();
+  const PreviewOptions po = cftest::preview_every_8();
   std::vector<int> preview_at;
   int tokens_seen = 0;
   auto res = model_->generate(req, mo, [&](const TokenEvent&) { ++tokens_seen; },

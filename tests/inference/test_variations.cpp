@@ -20,6 +20,8 @@ namespace {
 
 using cftest::error_of;
 
+class FakeBatchBackend;
+
 class VariationsTest : public cftest::TinyModelFixture<VariationsTest, 5> {
  protected:
   void TearDown() override { model_->set_token_backend(nullptr); }
@@ -31,6 +33,8 @@ class VariationsTest : public cftest::TinyModelFixture<VariationsTest, 5> {
     r.variations = variations;
     return r;
   }
+  // Installs a FakeBatchBackend on the model (num_codes and N from its config); the model owns it.
+  static FakeBatchBackend* install_fake();
   static std::vector<int> single(uint64_t seed) {
     GenerationRequest r = request(1);
     r.seed = seed;
@@ -53,10 +57,6 @@ class FakeBatchBackend : public TokenBackend {
   static int token(uint64_t seed, int i, int K) { return int((seed * 7919 + uint64_t(i) * 31) % uint64_t(K)); }
   std::string name() const override { return "fake-batch"; }
   int max_variations() const override { return batch; }
-  std::vector<int> generate(const std::vector<float>& cond, int B, const GenerationRequest& req, const TokenCallback& cb,
-                            const CancelToken* cancel, GenerationStats* stats) override {
-    return generate_variations(cond, B, req, 1, cb, cancel, stats).front();
-  }
   std::vector<std::vector<int>> generate_variations(const std::vector<float>&, int, const GenerationRequest& req, int count,
                                                     const TokenCallback& cb, const CancelToken*,
                                                     GenerationStats* stats) override {
@@ -73,6 +73,15 @@ class FakeBatchBackend : public TokenBackend {
     return out;
   }
 };
+
+FakeBatchBackend* VariationsTest::install_fake() {
+  auto owned = std::make_unique<FakeBatchBackend>();
+  FakeBatchBackend* fake = owned.get();
+  fake->num_codes = model_->config().shape.num_codes;
+  fake->N = model_->config().num_tokens();
+  model_->set_token_backend(std::move(owned));
+  return fake;
+}
 
 TEST_F(VariationsTest, EachVariationIsTheSingleGenerationOfItsSeed) {
   const int N = model_->config().num_tokens();
@@ -110,17 +119,11 @@ TEST_F(VariationsTest, RequestsAreValidated) {
             std::string::npos);
   // The single-result calls refuse several variations instead of dropping all but one.
   EXPECT_NE(error_of([&] { model_->generate_tokens(request(2)); }).find("generate_token_variations"), std::string::npos);
-  MeshOptions mo;
-  mo.resolution_base = 4;
-  EXPECT_NE(error_of([&] { model_->generate(request(2), mo); }).find("generate_variations"), std::string::npos);
+  EXPECT_NE(error_of([&] { model_->generate(request(2), cftest::coarse_mesh()); }).find("generate_variations"), std::string::npos);
 }
 
 TEST_F(VariationsTest, BatchingBackendGetsChunksWithConsecutiveSeeds) {
-  auto owned = std::make_unique<FakeBatchBackend>();
-  FakeBatchBackend* fake = owned.get();
-  fake->num_codes = model_->config().shape.num_codes;
-  fake->N = model_->config().num_tokens();
-  model_->set_token_backend(std::move(owned));
+  FakeBatchBackend* fake = install_fake();
   std::vector<std::vector<int>> streamed(5);
   const auto res = model_->generate_token_variations(request(5), [&](const TokenEvent& e) {
     streamed.at(e.variation).push_back(e.id);
@@ -142,11 +145,8 @@ TEST_F(VariationsTest, BatchingBackendGetsChunksWithConsecutiveSeeds) {
 }
 
 TEST_F(VariationsTest, BackendFailureFinishesEveryVariationOnTheCpu) {
-  auto owned = std::make_unique<FakeBatchBackend>();
-  FakeBatchBackend* fake = owned.get();
-  fake->num_codes = model_->config().shape.num_codes;
+  FakeBatchBackend* fake = install_fake();
   fake->fail_first = true;
-  model_->set_token_backend(std::move(owned));
   const auto res = model_->generate_token_variations(request(3));
   EXPECT_EQ(fake->calls.size(), 1u);  // not tried again for the later variations
   ASSERT_EQ(res.size(), 3u);
@@ -160,11 +160,7 @@ TEST_F(VariationsTest, BackendFailureFinishesEveryVariationOnTheCpu) {
 // A backend that hands back another number of token lists than asked is a failure like any other: the CPU path
 // makes the variations, and the stats say why.
 TEST_F(VariationsTest, WrongNumberOfTokenListsFallsBackToTheCpu) {
-  auto owned = std::make_unique<FakeBatchBackend>();
-  owned->num_codes = model_->config().shape.num_codes;
-  owned->N = model_->config().num_tokens();
-  owned->short_lists = true;
-  model_->set_token_backend(std::move(owned));
+  install_fake()->short_lists = true;
   const auto res = model_->generate_token_variations(request(2));
   ASSERT_EQ(res.size(), 2u);
   model_->set_token_backend(nullptr);
@@ -175,12 +171,8 @@ TEST_F(VariationsTest, WrongNumberOfTokenListsFallsBackToTheCpu) {
 }
 
 TEST_F(VariationsTest, MeshesAndPreviewsOfEveryVariation) {
-  MeshOptions mo;
-  mo.resolution_base = 4;
-  PreviewOptions po;
-  po.every = 8;
-  po.adaptive = false;
-  po.resolution_base = 4;
+  const MeshOptions mo = cftest::coarse_mesh();
+  const PreviewOptions po = cftest::preview_every_8();
   std::vector<int> preview_at;
   std::vector<std::string> stages;
   const auto res = model_->generate_variations(request(2), mo, {}, [&](int k, const Mesh&) { preview_at.push_back(k); },

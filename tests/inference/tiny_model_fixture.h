@@ -26,6 +26,21 @@ inline std::string error_of(const std::function<void()>& f) {
   return "";
 }
 
+// The coarsest mesh (rb 4) and a preview every 8 tokens at rb 4, fixed interval: the tiny model's 32 tokens give
+// previews at 8, 16 and 24.
+inline cubeforge::MeshOptions coarse_mesh() {
+  cubeforge::MeshOptions mo;
+  mo.resolution_base = 4;
+  return mo;
+}
+inline cubeforge::PreviewOptions preview_every_8() {
+  cubeforge::PreviewOptions po;
+  po.every = 8;
+  po.adaptive = false;
+  po.resolution_base = 4;
+  return po;
+}
+
 template <typename Suite, int WeightSeed>
 class TinyModelFixture : public ::testing::Test {
  protected:

@@ -39,25 +39,21 @@ struct ShapeResult {
 };
 
 // An accelerated implementation of the token loop (the CUDA backend provides one). Given the conditioning
-// [B, s, D] (B = 2 with guidance: cond row, uncond row), it returns the N tokens, calls on_token in order, polls
-// cancel (throws Cancelled) and fills stats (prefill_ms, token_ms, gpt_ms, backend). Any other exception makes
-// Cube3D fall back to the CPU path for that request and say so in stats.backend.
+// [B, s, D] (B = 2 with guidance: cond row, uncond row) of one prompt, it decodes `count` variations of it together
+// (variation v samples with req.seed + v, so count 1 with seed S + v gives variation v's tokens), returns their N
+// tokens each, calls on_token in order (TokenEvent::variation in 0..count-1), polls cancel (throws Cancelled) and
+// fills stats (prefill_ms, token_ms, gpt_ms), shared by the variations. Any other exception makes Cube3D fall back
+// to the CPU path for the rest of the request and say so in stats.backend.
 class TokenBackend {
  public:
   virtual ~TokenBackend() = default;
   virtual std::string name() const = 0;
-  virtual std::vector<int> generate(const std::vector<float>& cond, int B, const GenerationRequest& req,
-                                    const TokenCallback& on_token, const CancelToken* cancel, GenerationStats* stats) = 0;
-  // Variations decoded together in one batch: at most this many per call (1: no batching; Cube3D then runs them in
-  // turn through generate() with seed + v).
+  // The most variations one call decodes together (Cube3D asks for chunks of at most this many).
   virtual int max_variations() const { return 1; }
-  // `count` variations of one request, decoded together: variation v samples with req.seed + v (identical to
-  // generate() with that seed). on_token reports every variation's tokens (TokenEvent::variation in 0..count-1).
-  // Returns [count] token lists; stats as generate(), shared by the variations.
   virtual std::vector<std::vector<int>> generate_variations(const std::vector<float>& cond, int B,
                                                             const GenerationRequest& req, int count,
                                                             const TokenCallback& on_token, const CancelToken* cancel,
-                                                            GenerationStats* stats);
+                                                            GenerationStats* stats) = 0;
 };
 
 // An accelerated shape stage (the CUDA backend provides one, cuda_shape.h): tokens → marching-cubes mesh and

@@ -73,6 +73,17 @@ struct EngineOptions {
   int variant = 0;
 };
 
+// prefill()'s rows for `count` variations of one prompt from its B rows [B, s, D] (B = 2 with CFG: cond, uncond):
+// each of the B rows `count` times in a row, i.e. rows [0, P) cond and [P, 2P) uncond.
+inline std::vector<float> variation_rows(const std::vector<float>& rows, int B, int count) {
+  const size_t row = rows.size() / size_t(B);
+  std::vector<float> out;
+  out.reserve(row * size_t(B) * size_t(count));
+  for (int b = 0; b < B; ++b)
+    for (int p = 0; p < count; ++p) out.insert(out.end(), rows.begin() + b * row, rows.begin() + (b + 1) * row);
+  return out;
+}
+
 class GenericGptEngine;  // inference/src/cuda/gpt_generic.h
 
 class CudaGptEngine {

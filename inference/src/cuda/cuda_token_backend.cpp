@@ -23,11 +23,6 @@ class CudaTokenBackend : public TokenBackend {
   // With guidance every variation takes two rows (cond, uncond); the count must not depend on the request.
   int max_variations() const override { return max_rows_ / 2; }
 
-  std::vector<int> generate(const std::vector<float>& cond, int B, const GenerationRequest& req, const TokenCallback& on_token,
-                            const CancelToken* cancel, GenerationStats* stats) override {
-    return std::move(generate_variations(cond, B, req, 1, on_token, cancel, stats).front());
-  }
-
   // One batch: rows [0, P) the prompt's cond row P times, [P, 2P) the unconditional row (without guidance P rows).
   // The engine's top-p draws variation p with seed + p, as a single generation of that seed.
   std::vector<std::vector<int>> generate_variations(const std::vector<float>& cond, int B, const GenerationRequest& req,
@@ -37,13 +32,7 @@ class CudaTokenBackend : public TokenBackend {
     if (count < 1 || count * B > max_rows_)
       throw Error("CUDA GPT: " + std::to_string(count) + " variations need " + std::to_string(count * B) +
                   " rows; this engine has " + std::to_string(max_rows_));
-    const bool cfg = B == 2;
-    const size_t row = cond.size() / size_t(B);
-    std::vector<float> rows;
-    rows.reserve(row * size_t(B * count));
-    for (int b = 0; b < B; ++b)
-      for (int p = 0; p < count; ++p) rows.insert(rows.end(), cond.begin() + b * row, cond.begin() + (b + 1) * row);
-    const double prefill_ms = engine_->prefill(rows.data(), B * count, cfg);
+    const double prefill_ms = engine_->prefill(cuda::variation_rows(cond, B, count).data(), B * count, B == 2);
     cuda::GenerateOptions o;
     o.guidance = req.guidance;
     o.top_p = req.top_p;

@@ -94,27 +94,6 @@ void validate_request(const GenerationRequest& r, const ModelConfig& cfg) {
     throw Error("variations need top-p sampling: greedy decoding gives the same shape every time");
 }
 
-std::vector<std::vector<int>> TokenBackend::generate_variations(const std::vector<float>& cond, int B,
-                                                                const GenerationRequest& req, int count,
-                                                                const TokenCallback& on_token, const CancelToken* cancel,
-                                                                GenerationStats* stats) {
-  // No batching: one generate() per variation, events renumbered and their times counted from the first one's start.
-  const auto t0 = Clock::now();
-  std::vector<std::vector<int>> out;
-  GenerationRequest r = req;
-  r.variations = 1;
-  for (int v = 0; v < count; ++v) {
-    r.seed = req.seed + uint64_t(v);
-    const double offset = ms_since(t0);
-    TokenCallback cb;
-    if (on_token) cb = [&, v, offset](const TokenEvent& e) { on_token(TokenEvent{e.index, e.id, e.elapsed_ms + offset, v}); };
-    GenerationStats own;
-    out.push_back(generate(cond, B, r, cb, cancel, v == 0 ? stats : &own));
-  }
-  if (stats) stats->gpt_ms = ms_since(t0);
-  return out;
-}
-
 void set_cpu_threads(int n) { cpu::set_num_threads(n); }
 
 namespace {
@@ -362,8 +341,7 @@ std::vector<TokenResult> Cube3D::generate_token_variations(const GenerationReque
     std::vector<std::vector<int>> tokens;
     if (gpu) {
       try {
-        tokens = r.variations > 1 ? backend_->generate_variations(cond, B, r, r.variations, cb, cancel, &st)
-                                  : std::vector<std::vector<int>>{backend_->generate(cond, B, r, cb, cancel, &st)};
+        tokens = backend_->generate_variations(cond, B, r, r.variations, cb, cancel, &st);
         if (tokens.size() != size_t(r.variations))
           throw Error("it returned " + std::to_string(tokens.size()) + " token lists for " +
                       std::to_string(r.variations) + " variations");
