@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "cuda_common.cuh"
+#include "gpt/top_p_key.h"
 
 namespace cubeforge::cuda::generic {
 
@@ -336,13 +337,6 @@ __global__ void init_rows_kernel(const float* wte, int bos, int R, int D, float*
 }
 
 // ---- token choice ---------------------------------------------------------------------------------------------------
-__device__ __forceinline__ unsigned long long splitmix64(unsigned long long z) {
-  z += 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
 // Nucleus sampling over g[0..V) as the CPU's sample_top_p (sampling.cpp): sort descending (ties: lower index first),
 // keep the longest prefix whose cumulative probability stays <= top_p (at least one token), draw with the counter
 // RNG keyed by (seed, step) (variation p: seed + p, as a single generation of that seed). Shared memory: Vp floats +
@@ -409,7 +403,7 @@ __device__ int top_p_pick(const float* g, int V, float top_p, unsigned long long
   }
   __syncthreads();
   const int keep = found[0];
-  const unsigned long long rnd = splitmix64(seed ^ splitmix64((unsigned long long)step + 0x51ed2701ULL));
+  const unsigned long long rnd = topp::draw_bits(seed, step);
   // kept_sum = sum of the first `keep` weights: the chunk holding rank keep - 1 knows it
   if (keep - 1 >= lo && keep - 1 < hi) {
     double c = prefix;

@@ -1,6 +1,7 @@
 // Nucleus (top-p) sampling on the guided logits: threshold by bisection on probability (no sort), seeded
 // counter-based draw, then the token's emission; one block of 1024 threads per variation.
 #pragma once
+#include "gpt/top_p_key.h"
 #include "gpt_device.cuh"
 
 namespace cubeforge::cuda::detail {
@@ -18,13 +19,6 @@ struct ToppParams {
   unsigned long long* tl;  // diagnostics only: timeline stamps (TlStamp) or null
 };
 
-__device__ inline unsigned long long splitmix64(unsigned long long z) {
-  z += 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 constexpr int TOPP_THREADS = 1024, TOPP_PER = 16;  // 16384 logits
 __global__ void __launch_bounds__(TOPP_THREADS) topp_kernel(const ToppParams tp) {
   const TlStamp tls(tp.tl);
@@ -34,8 +28,7 @@ __global__ void __launch_bounds__(TOPP_THREADS) topp_kernel(const ToppParams tp)
   // with seed + pv, keyed by (seed, step) as the CPU path (sampling.cpp) and the generic kernels do: variation pv of
   // a batch is the single generation of seed + pv.
   const int pos = __ldcg(&tp.dyn->pos);
-  const unsigned long long h = splitmix64((ctl->seed + (unsigned long long)pv) ^
-                                          splitmix64((unsigned long long)(unsigned)pos + 0x51ed2701ULL));
+  const unsigned long long h = topp::draw_bits(ctl->seed + (unsigned long long)pv, pos);
   const float top_p = ctl->top_p;
   pdl_handoff(tls);
   __shared__ float sh[32];

@@ -1,5 +1,6 @@
 // Guidance and token sampling (see sampling.h).
 #include "gpt/sampling.h"
+#include "gpt/top_p_key.h"
 
 #include <algorithm>
 #include <cmath>
@@ -28,15 +29,6 @@ int argmax(const float* x, int n) {
   return best;
 }
 
-namespace {
-uint64_t splitmix64(uint64_t z) {
-  z += 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-}  // namespace
-
 int sample_top_p(const float* logits, int n, float top_p, uint64_t seed, int step, std::vector<std::pair<float, int>>& sc) {
   sc.resize(n);
   for (int k = 0; k < n; ++k) sc[k] = {logits[k], k};
@@ -56,7 +48,7 @@ int sample_top_p(const float* logits, int n, float top_p, uint64_t seed, int ste
   }
   double kept_sum = 0;
   for (int k = 0; k < keep; ++k) kept_sum += sc[k].first;
-  const uint64_t r = splitmix64(seed ^ splitmix64(static_cast<uint64_t>(step) + 0x51ed2701ULL));
+  const uint64_t r = topp::draw_bits(seed, step);
   const double u = double(r >> 11) * (1.0 / 9007199254740992.0) * kept_sum;
   double acc = 0;
   for (int k = 0; k < keep; ++k) {
