@@ -221,7 +221,7 @@ int run(int argc, char** argv) {
     j["variations"] = nlohmann::json::array();
     for (size_t v = 0; v < results.size(); ++v) {
       const auto& r = results[v];
-      j["variations"].push_back({{"seed", seed + v}, {"tokens_fnv1a", fnv1a(r.tokens)}, {"output", written[v].path},
+      j["variations"].push_back({{"seed", cubeforge::variation_seed(seed, int(v))}, {"tokens_fnv1a", fnv1a(r.tokens)}, {"output", written[v].path},
                                  {"vertices", r.mesh.vertex_count()},
                                  {"faces", r.mesh.face_count()}, {"faces_before_decimation", written[v].faces_before},
                                  {"backend", r.stats.backend}, {"gpt_ms", r.stats.gpt_ms},
@@ -240,7 +240,7 @@ int run(int argc, char** argv) {
                 s.meshing_ms, s.cleanup_ms, decimate_ms, export_ms, s.total_ms + decimate_ms + export_ms);
     for (size_t v = 0; v < results.size() && !tokens_only; ++v)
       std::printf("mesh%s: %zu vertices, %zu faces%s%s\n",
-                  variations > 1 ? (" v" + std::to_string(v) + " (seed " + std::to_string(seed + v) + ")").c_str() : "",
+                  variations > 1 ? (" v" + std::to_string(v) + " (seed " + std::to_string(cubeforge::variation_seed(seed, int(v))) + ")").c_str() : "",
                   results[v].mesh.vertex_count(), results[v].mesh.face_count(), written[v].path.empty() ? "" : " -> ",
                   written[v].path.c_str());
     if (variations > 1)

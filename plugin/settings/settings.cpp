@@ -141,7 +141,7 @@ std::string check_variations(int variations, bool top_p) {
 
 JobSpec variation_spec(const JobSpec& job, int variation) {
   JobSpec s = job;
-  s.request.seed = job.request.seed + std::uint64_t(variation);
+  s.request.seed = variation_seed(job.request.seed, variation);
   s.request.variations = 1;
   return s;
 }

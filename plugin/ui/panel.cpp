@@ -398,7 +398,7 @@ void Panel::run_section() {
   if (ImGui::Button("Cancel  (Esc)", ImVec2(-FLT_MIN, 0))) c_.cancel();
   if (p.variations > 1)
     ImGui::TextColored(kDim, "%d variations (seeds %" PRIu64 "-%" PRIu64 "): %s", p.variations,
-                       j->spec ? j->spec->request.seed : 0, j->spec ? j->spec->request.seed + p.variations - 1 : 0,
+                       j->spec ? j->spec->request.seed : 0, j->spec ? variation_seed(j->spec->request.seed, p.variations - 1) : 0,
                        j->place_when_done ? "the first is placed, all go to the history" : "all go to the history");
   if (j->previews_seen > 0)
     ImGui::TextColored(kDim, "Preview: %d tokens (%d updates)", j->preview_tokens, j->previews_seen);

@@ -332,7 +332,7 @@ namespace {
 std::shared_ptr<JobOutput> make_output(ShapeResult& r, const JobSpec& spec, int variation, const CancelToken* cancel) {
   auto out = std::make_shared<JobOutput>();
   out->variation = variation;
-  out->seed = spec.request.seed + std::uint64_t(variation);
+  out->seed = variation_seed(spec.request.seed, variation);
   out->faces_before_cap = r.mesh.face_count();
   const double td = now_ms();
   if (spec.face_cap > 0 && r.mesh.face_count() > spec.face_cap) {

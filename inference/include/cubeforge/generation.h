@@ -61,6 +61,10 @@ struct GenerationRequest {
 
 constexpr int kMaxVariations = 8;
 
+// The seed variation v of a request samples with: generating that seed alone gives exactly variation v's shape.
+// (The CUDA top-p kernels apply the same rule on the device, gpt_topp.cuh / gpt_generic_kernels.cuh.)
+constexpr uint64_t variation_seed(uint64_t seed, int v) { return seed + uint64_t(v); }
+
 struct TokenEvent {
   int index;          // 0-based token index
   int id;             // shape token id

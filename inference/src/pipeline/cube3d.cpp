@@ -329,7 +329,7 @@ std::vector<TokenResult> Cube3D::generate_token_variations(const GenerationReque
   for (int v0 = 0; v0 < req.variations;) {
     // The next chunk: as many variations as the backend decodes together, else one on the CPU.
     GenerationRequest r = req;
-    r.seed = req.seed + uint64_t(v0);
+    r.seed = variation_seed(req.seed, v0);
     r.variations = gpu ? std::clamp(backend_->max_variations(), 1, req.variations - v0) : 1;
     const double offset = ms_since(t0);
     TokenCallback cb;
