@@ -226,6 +226,7 @@ struct CudaGptEngine::Impl {
   bool mlp_on = false;
   float* mlp_part = nullptr;
   unsigned long long* mlp_ctr = nullptr;
+  int mlp_nred_env = -1;  // measurement knob CUBEFORGE_GPT_MLP_NRED (mlp_reducers)
   int mlp_slots_env = 0, mlp_pre_env = -1;
   bool mlp_wide = true;  // measurement knob CUBEFORGE_GPT_MLP_WIDE=0: the one-prompt kernel at 3-8 rows too
   // qkv with its third item in shared memory (Gemv1QkvSm) up to this many rows (measurement knob
@@ -244,6 +245,15 @@ struct CudaGptEngine::Impl {
   int mlp_slots(int r) const {
     int n = mlp_slots_env > 0 ? std::min(mlp_slots_env, MLP_MAXSLOTS) : 5;
     while (n > 2 && mlp_smem(r, n) > (size_t)smem_optin) --n;
+    return n;
+  }
+  // How many of the one-prompt MLP's blocks sum its partials (the last ones to arrive; the others leave at once):
+  // 64 measured best at one prompt (session 17: 32 / 64 / 96 / 128, docs/cuda-gpt-notes.md); above 2 rows every
+  // block (the WIDE kernel ignores it). At least enough that a reducer's outputs fit its threads (one each).
+  int mlp_reducers(int r) const {
+    int n = r > 2 ? MLP_NB : mlp_nred_env > 0 ? std::min(mlp_nred_env, MLP_NB) : 64;
+    const int per = MLP_THREADS / (8 * r);  // output groups a reducer can hold
+    while (n < MLP_NB && (D / 8 + n - 1) / n > per) ++n;
     return n;
   }
 
@@ -645,6 +655,7 @@ struct CudaGptEngine::Impl {
       m.nst = mlp_slots(R);
       m.pre = mlp_pre_env >= 0 ? std::min(mlp_pre_env, m.nst) : m.nst;
       m.spin_limit = 1ull << 24;
+      m.nred = mlp_reducers(R);
       launch(mlp_kernel_for(R), dim3(MLP_NB), dim3(MLP_THREADS), mlp_smem(R, m.nst), stream, pdl, m);
       return;
     }
@@ -930,6 +941,7 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
       if (const char* sl = std::getenv("CUBEFORGE_GPT_MLP_SLOTS")) m.mlp_slots_env = std::atoi(sl);
       if (const char* pr = std::getenv("CUBEFORGE_GPT_MLP_PRE")) m.mlp_pre_env = std::atoi(pr);
       if (const char* wd = std::getenv("CUBEFORGE_GPT_MLP_WIDE")) m.mlp_wide = std::string(wd) != "0";
+      if (const char* nr = std::getenv("CUBEFORGE_GPT_MLP_NRED")) m.mlp_nred_env = std::atoi(nr);
       int occ = 0;
       CF_CUDA(cudaFuncSetAttribute(mlp_kernel<true, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    (int)mlp_smem(m.Rmax, m.mlp_slots(m.Rmax))));

@@ -34,6 +34,7 @@ struct MlpParams {
   int nst;                    // ring slots
   int pre;                    // stages requested before griddepcontrol.wait (<= nst)
   unsigned long long spin_limit;  // polls of the final wait before the kernel traps (a block never arrived)
+  int nred;                   // the last nred blocks to arrive sum the partials, the others leave (mlp_reducers)
 };
 
 // Load-time conversion of the fp32 down-proj [D][F] into the hidden-slice layout (mlp_dn_off).
@@ -119,8 +120,18 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
       ub[j] = bf(p.bgu[2 * MLP_HS * b + cg + 8]);
     }
   }
-  const int ng = (b + MLP_NB < D / 8) ? 2 : 1, RO = R * 8;
-  const float bias = tid < ng * RO ? bf(p.bdn[(b + (tid / RO) * MLP_NB) * 8 + tid % 8]) : 0.f;
+  // The final sum (below): at <= 2 rows (DYN) the last p.nred blocks to arrive sum the partials and learn which
+  // outputs only then, so the down-proj bias (3 KB) goes into L2 now; above, every block waits for all and sums
+  // output groups b and b + 128, whose biases it loads now (weights: before the wait).
+  constexpr bool DYN = !WIDE;
+  const int RO = R * 8;
+  float bias = 0.f;
+  if constexpr (DYN) {
+    if (producer && lane < D * 2 / 128) prefetch_l2(p.bdn + lane * 64);
+  } else {
+    const int ng = (b + MLP_NB < D / 8) ? 2 : 1;
+    if (tid < ng * RO) bias = bf(p.bdn[(b + (tid / RO) * MLP_NB) * 8 + tid % 8]);
+  }
   pdl_handoff(tls);
   // WIDE: 4 items of 8 columns per thread in flight (at 8 rows one L2 round trip instead of four)
   gemv_ln_prologue<D, MLP_CW + 1, (WIDE ? 4 : M16 ? 2 : 1)>(p.g, act, st, R);
@@ -244,25 +255,38 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
   }
   __syncthreads();
 
-  // ---- every block's partials written: one arrival each, then wait for all (all blocks are resident) ---------
+  // ---- every block's partials written: one arrival each. DYN: the last nred blocks to arrive sum them and the
+  // others leave at once, so their SMs take the next kernel's blocks one by one instead of all at the end (session
+  // 17: -1.5..-2% TPOT at one prompt; slower at 8 rows). Reducer j owns output groups j, j + nred, ...; each
+  // output's sum has the same order whichever block computes it, so the outputs do not depend on nred.
+  __shared__ int arrival_rank;
   if (tid == 0) {
     arrival_release();
     const unsigned long long old = atomicAdd(p.ctr, 1ull);
     const unsigned long long target = (old / MLP_NB + 1) * MLP_NB;
-    unsigned long long n = 0;
-    while (ld_acquire_u64(p.ctr) < target)
-      if (++n > p.spin_limit) __trap();
-    arrival_acquire();
+    arrival_rank = (int)(old % MLP_NB);
+    if (!DYN || arrival_rank >= MLP_NB - p.nred) {
+      unsigned long long n = 0;
+      if (!DYN || old + 1 < target)  // the last to arrive has seen every other arrival in its own atomic
+        while (ld_acquire_u64(p.ctr) < target)
+          if (++n > p.spin_limit) __trap();
+      arrival_acquire();
+    }
   }
   __syncthreads();
+  const int nred = DYN ? p.nred : MLP_NB;
+  const int j = DYN ? arrival_rank - (MLP_NB - nred) : b;
+  if (j < 0) return;
+  const int ng = (D / 8 - j + nred - 1) / nred;  // output groups of this reducer (ng * RO <= MLP_THREADS)
 
-  // ---- output groups b and b + 128: the 128 partials per output in 8 interleaved subsets, then the subsets in
-  // order (the same order for every row count), + bias + residual (+ add2), then the groups' LN stats ----------
+  // ---- its output groups: the 128 partials per output in 8 interleaved subsets, then the subsets in order (the
+  // same order for every row count), + bias + residual (+ add2), then the groups' LN stats ----------------------
   float xr = 0.f, a2r = 0.f;
   if (tid < ng * RO) {
-    const int col = (b + (tid / RO) * MLP_NB) * 8 + tid % 8, r = (tid % RO) / 8;
+    const int col = (j + (tid / RO) * nred) * 8 + tid % 8, r = (tid % RO) / 8;
     xr = __ldcg(p.g.resid + (size_t)r * D + col);
     if (p.g.add2) a2r = __ldcg(p.g.add2 + (size_t)r * D + col);
+    if constexpr (DYN) bias = bf(p.bdn[col]);
   }
   // (gi, subset, output) items, up to MLP_RK per thread with all their loads in flight before the sums (8 rows:
   // 1024 items on 416 threads, one L2 round trip instead of three)
@@ -275,7 +299,7 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
       const int e = e0 + k * MLP_THREADS;
       if (e >= nit) break;
       const int gi = e / (MLP_SUBSETS * RO), s = (e / RO) % MLP_SUBSETS, o = e % RO;
-      const float* src = p.part + (size_t)(b + gi * MLP_NB) * MLP_NB * RO + o;
+      const float* src = p.part + (size_t)(j + gi * nred) * MLP_NB * RO + o;
 #pragma unroll
       for (int i = 0; i < PER; ++i) v[k][i] = __ldcg(src + (size_t)(s + MLP_SUBSETS * i) * RO);
     }
@@ -290,9 +314,9 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
     }
   }
   __syncthreads();
-  float* xs = red + 2 * MLP_SUBSETS * 16 * 8;  // [ng][R][8] new residual values
+  float* xs = red + nit;  // [ng][R][8] new residual values
   if (tid < ng * RO) {
-    const int gi = tid / RO, o = tid % RO, r = o / 8, col = (b + gi * MLP_NB) * 8 + o % 8;
+    const int gi = tid / RO, o = tid % RO, r = o / 8, col = (j + gi * nred) * 8 + o % 8;
     float y = 0.f;
 #pragma unroll
     for (int s = 0; s < MLP_SUBSETS; ++s) y += red[(gi * MLP_SUBSETS + s) * RO + o];
@@ -306,7 +330,7 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
   __syncthreads();
   if (tid < ng * R) {
     const int gi = tid / R, r = tid % R;
-    reinterpret_cast<float2*>(p.g.stats_out)[(size_t)r * NSLOT + b + gi * MLP_NB] = ln_stats8(xs + gi * RO + r * 8);
+    reinterpret_cast<float2*>(p.g.stats_out)[(size_t)r * NSLOT + j + gi * nred] = ln_stats8(xs + gi * RO + r * 8);
   }
 }
 
