@@ -18,6 +18,7 @@
 #include <cstring>
 #include <filesystem>
 #include <thread>
+#include <utility>
 
 using namespace cubeforge::editor;
 namespace fs = std::filesystem;
@@ -28,6 +29,36 @@ struct Args {
   std::string scene, script, plugins;
   bool no_plugins = false, headless = false;
   int width = 1600, height = 900;
+};
+
+// A scripted screenshot of the whole window: asked for by the script's action (poll), taken by the main loop right
+// before the next buffer swap (take: the back buffer then holds the finished frame, panels included; the front
+// buffer is not kept by every GL), then reported to the action at its next poll.
+class WindowShot {
+ public:
+  bool poll(const std::string& path) {
+    if (state_ == State::Idle) {
+      path_ = path;
+      state_ = State::Wanted;
+    }
+    if (state_ == State::Wanted) return false;
+    state_ = State::Idle;
+    if (!error_.empty()) throw cubeforge::Error(std::exchange(error_, {}));
+    return true;
+  }
+  void take(int w, int h) {
+    if (state_ != State::Wanted) return;
+    try {
+      write_png(path_, w, h, read_window_pixels(w, h));
+    } catch (const std::exception& e) {
+      error_ = e.what();
+    }
+    state_ = State::Taken;
+  }
+
+ private:
+  enum class State { Idle, Wanted, Taken } state_ = State::Idle;
+  std::string path_, error_;
 };
 
 void usage() {
@@ -90,11 +121,13 @@ int run_headless(const Args& a, Document& doc, PluginHost& host, ScriptRunner* r
   RenderOptions opt;
   Selection none;
   ScriptEnv env{doc, host, camera,
-                [&](const std::string& path, int w, int h) {
+                [&](const std::string& path, int w, int h, bool window) {
+                  if (window) throw cubeforge::Error("\"window\": true needs the editor window (not --headless)");
                   if (w > 0 && h > 0) renderer.resize(w, h);
                   renderer.render(doc.scene(), doc.selection(), camera, opt);
                   renderer.save_png(path);
                   doc.log().info("screenshot " + path + " (" + gl.renderer_name() + ")");
+                  return true;
                 },
                 nullptr};
   host.set_viewport_ray([&](float x, float y) -> std::optional<Ray> {
@@ -217,10 +250,17 @@ int main(int argc, char** argv) {
     static_cast<EditorUI*>(glfwGetWindowUserPointer(w))->on_drop(v);
   });
 
+  WindowShot window_shot;
   ScriptEnv env{doc, host, ui.camera(),
-                [&](const std::string& path, int, int) {
-                  ui.screenshot(path);
-                  log.info("screenshot " + path);
+                [&](const std::string& path, int, int, bool whole) {
+                  if (!whole) {
+                    ui.screenshot(path);
+                    log.info("screenshot " + path);
+                    return true;
+                  }
+                  if (!window_shot.poll(path)) return false;
+                  log.info("screenshot (window) " + path);
+                  return true;
                 },
                 &ui};
   int exit_code = 0;
@@ -253,6 +293,7 @@ int main(int argc, char** argv) {
     glClearColor(0.1f, 0.1f, 0.11f, 1.f);
     glClear(GL_COLOR_BUFFER_BIT);
     ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+    window_shot.take(fw, fh);  // before the swap: the back buffer holds this frame (the front one may not)
     glfwSwapBuffers(window);
     glfwSetWindowTitle(window, ("Cubeforge - " + doc.title()).c_str());
 

@@ -224,7 +224,8 @@ bool ScriptRunner::run_action(const json& a, ScriptEnv& env) {
   } else if (what == "export") {
     doc.export_file(a.at("path").get<std::string>(), a.value("selection", false));
   } else if (what == "screenshot") {
-    env.screenshot(a.at("path").get<std::string>(), a.value("width", 0), a.value("height", 0));
+    return env.screenshot(a.at("path").get<std::string>(), a.value("width", 0), a.value("height", 0),
+                          a.value("window", false));
   } else if (what == "camera") {
     if (a.value("frame", false)) {
       Aabb box;

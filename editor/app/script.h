@@ -17,7 +17,10 @@ struct ScriptEnv {
   Document& doc;
   PluginHost& host;
   Camera& camera;
-  std::function<void(const std::string& path, int w, int h)> screenshot;
+  // PNG of the viewport (w, h > 0: at that size, --headless), or of the whole window (window: panels included).
+  // Returns false while the file is not written yet (a window screenshot is taken at the next frame's buffer swap;
+  // the action is called again each frame until true). Throws cubeforge::Error.
+  std::function<bool(const std::string& path, int w, int h, bool window)> screenshot;
   EditorUI* ui = nullptr;  // null in --headless mode (no window, no gizmo)
 };
 

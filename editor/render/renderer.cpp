@@ -6,6 +6,8 @@
 #include <cubeforge/error.h>
 #include <stb_image_write.h>
 
+#include "core/scene_io.h"
+
 #include "cf_editor_shaders.h"
 
 #include <cstring>
@@ -348,6 +350,24 @@ void Renderer::render(const Scene& scene, const Selection& selection, const Came
   stats_.gpu_meshes = meshes_.size();
 }
 
+namespace {
+
+// GL rows are bottom-up: flip to top-down, and make the image opaque.
+void flip_rows_opaque(std::vector<uint8_t>& px, int w, int h) {
+  const size_t row = static_cast<size_t>(w) * 4;
+  std::vector<uint8_t> tmp(row);
+  for (int y = 0; y < h / 2; ++y) {
+    uint8_t* a = px.data() + y * row;
+    uint8_t* b = px.data() + (h - 1 - y) * row;
+    std::memcpy(tmp.data(), a, row);
+    std::memcpy(a, b, row);
+    std::memcpy(b, tmp.data(), row);
+  }
+  for (size_t i = 3; i < px.size(); i += 4) px[i] = 255;
+}
+
+}  // namespace
+
 std::vector<uint8_t> Renderer::read_pixels() const {
   std::vector<uint8_t> px(static_cast<size_t>(width_) * height_ * 4);
   if (!fbo_) return px;
@@ -355,24 +375,36 @@ std::vector<uint8_t> Renderer::read_pixels() const {
   glPixelStorei(GL_PACK_ALIGNMENT, 1);
   glReadPixels(0, 0, width_, height_, GL_RGBA, GL_UNSIGNED_BYTE, px.data());
   glBindFramebuffer(GL_FRAMEBUFFER, 0);
-  // GL rows are bottom-up; flip to top-down.
-  size_t row = static_cast<size_t>(width_) * 4;
-  std::vector<uint8_t> tmp(row);
-  for (int y = 0; y < height_ / 2; ++y) {
-    uint8_t* a = px.data() + y * row;
-    uint8_t* b = px.data() + (height_ - 1 - y) * row;
-    std::memcpy(tmp.data(), a, row);
-    std::memcpy(a, b, row);
-    std::memcpy(b, tmp.data(), row);
-  }
-  for (size_t i = 3; i < px.size(); i += 4) px[i] = 255;  // opaque PNG
+  flip_rows_opaque(px, width_, height_);
   return px;
 }
 
-void Renderer::save_png(const std::string& path) const {
-  auto px = read_pixels();
-  if (!stbi_write_png(path.c_str(), width_, height_, 4, px.data(), width_ * 4))
-    throw Error("screenshot " + path + ": cannot write PNG (is the directory writable?)");
+void Renderer::save_png(const std::string& path) const { write_png(path, width_, height_, read_pixels()); }
+
+std::vector<uint8_t> read_window_pixels(int w, int h) {
+  if (w <= 0 || h <= 0) throw Error("window screenshot: the window has no area");
+  std::vector<uint8_t> px(static_cast<size_t>(w) * h * 4);
+  glBindFramebuffer(GL_FRAMEBUFFER, 0);
+  glReadBuffer(GL_BACK);
+  glPixelStorei(GL_PACK_ALIGNMENT, 1);
+  glReadPixels(0, 0, w, h, GL_RGBA, GL_UNSIGNED_BYTE, px.data());
+  flip_rows_opaque(px, w, h);
+  return px;
+}
+
+void write_png(const std::string& path, int w, int h, const std::vector<uint8_t>& rgba) {
+  std::string bytes;
+  auto append = [](void* ctx, void* data, int size) {
+    static_cast<std::string*>(ctx)->append(static_cast<const char*>(data), static_cast<size_t>(size));
+  };
+  if (w <= 0 || h <= 0 || rgba.size() != static_cast<size_t>(w) * h * 4 ||
+      !stbi_write_png_to_func(append, &bytes, w, h, 4, rgba.data(), w * 4))
+    throw Error("screenshot " + path + ": cannot encode a " + std::to_string(w) + "x" + std::to_string(h) + " PNG");
+  try {
+    atomic_write_file(path, bytes);
+  } catch (const Error& e) {
+    throw Error("screenshot " + path + ": cannot write PNG (" + e.what() + ")");
+  }
 }
 
 }  // namespace cubeforge::editor

@@ -56,7 +56,7 @@ class Renderer {
 
   // RGBA8, rows top to bottom.
   std::vector<uint8_t> read_pixels() const;
-  // Writes the last frame to PNG (throws cubeforge::Error).
+  // Writes the last frame to PNG, atomically (throws cubeforge::Error).
   void save_png(const std::string& path) const;
 
  private:
@@ -86,5 +86,12 @@ class Renderer {
   } mu_{};
   int line_vp_ = -1;
 };
+
+// RGBA8 pixels (rows top to bottom) to a PNG file, written atomically: on failure the old file is untouched
+// (throws cubeforge::Error naming the path).
+void write_png(const std::string& path, int w, int h, const std::vector<uint8_t>& rgba);
+// The window's frame being drawn (the default framebuffer's back buffer: viewport and panels), RGBA8, rows top to
+// bottom. Call when the frame is drawn, before the buffer swap, with the framebuffer's size.
+std::vector<uint8_t> read_window_pixels(int w, int h);
 
 }  // namespace cubeforge::editor

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end test of the real editor window under Xvfb, through the script mode: import a mesh, move it with the
 # gizmo, undo/redo, save, quit; reopen and check it is as it was left. Then: a failing action exits non-zero with a
-# clear message, and the EGL-surfaceless --headless path writes a screenshot.
+# clear message, a window screenshot captures the whole window, and the EGL-surfaceless --headless path writes a
+# screenshot (and refuses a window screenshot).
 # usage: e2e_gui.sh <cubeforge binary> <tests/editor dir>
 set -euo pipefail
 BIN=$1
@@ -41,11 +42,25 @@ cat > "$T/check.json" <<JSON
   {"do": "expect", "name": "Tetra", "position": [3, 0, 0], "tolerance": 0.05, "triangles": 4},
   {"do": "expect", "dirty": false},
   {"do": "screenshot", "path": "$T/gui.png"},
+  {"do": "screenshot", "path": "$T/window.png", "window": true},
   {"do": "quit"}
 ]
 JSON
 "$XV" "$BIN" --no-plugins --script "$T/check.json"
 test -s "$T/gui.png"
+# The window screenshot: the whole window (larger than the viewport in both directions), menu bar text included
+# (more than a few colours in its top rows), written without a temporary file left behind.
+read -r vw vh _ < <(python3 "$HERE/png_probe.py" "$T/gui.png" 1)
+read -r ww wh wcolors < <(python3 "$HERE/png_probe.py" "$T/window.png" 24)
+echo "viewport ${vw}x${vh}, window ${ww}x${wh}, ${wcolors} colours in the window's top rows"
+if [ "$ww" -le "$vw" ] || [ "$wh" -le "$vh" ] || [ "$wcolors" -lt 4 ]; then
+  echo "the window screenshot is not the whole window" >&2
+  exit 1
+fi
+if ls "$T" | grep -q '\.tmp'; then
+  echo "a screenshot left a temporary file behind" >&2
+  exit 1
+fi
 
 # A failing action: non-zero exit and a message naming the action.
 echo '[{"do": "select", "name": "Nope"}]' > "$T/bad.json"
@@ -66,4 +81,12 @@ cat > "$T/headless.json" <<JSON
 JSON
 env -u DISPLAY "$BIN" --no-plugins --headless --script "$T/headless.json"
 test -s "$T/headless.png"
+# --headless has no window to capture: a clear failure, not an empty file
+echo '[{"do": "screenshot", "path": "'"$T"'/nowin.png", "window": true}]' > "$T/nowin.json"
+if env -u DISPLAY "$BIN" --no-plugins --headless --script "$T/nowin.json" 2> "$T/nowin.txt"; then
+  echo "expected a failure for a window screenshot in --headless mode" >&2
+  exit 1
+fi
+grep -q 'needs the editor window' "$T/nowin.txt"
+test ! -e "$T/nowin.png"
 echo "e2e_gui: all checks passed"
