@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cmath>
+#include <cstdarg>
 #include <cstdio>
 #include <filesystem>
 
@@ -50,13 +51,36 @@ bool key_pressed(ImGuiKey k) { return ImGui::IsKeyPressed(ImGui::GetKeyIndex(k),
 
 // "variation 2/4" while the CPU decodes (or meshes) them one after the other, "4 variations" while a GPU batch
 // decodes them together; empty for a single shape.
-std::string variations_label(const JobProgress& p) {
+// "4 variations" while they decode together, else "variation 2/4" ("v2/4" when short)
+std::string variations_label(const JobProgress& p, bool short_form = false) {
   if (p.variations <= 1) return {};
   char b[48];
   if (p.state == JobState::Generating && p.variations_decoding > 1)
-    std::snprintf(b, sizeof b, "%d variations", p.variations);
+    std::snprintf(b, sizeof b, short_form ? "x%d" : "%d variations", p.variations);
   else
-    std::snprintf(b, sizeof b, "variation %d/%d", p.variation + 1, p.variations);
+    std::snprintf(b, sizeof b, short_form ? "v%d/%d" : "variation %d/%d", p.variation + 1, p.variations);
+  return b;
+}
+
+// The first of the texts that fits the width left on this line (the last one otherwise): a progress bar's label
+// must not run past the sidebar's edges, whatever the sidebar's width.
+std::string first_fitting(std::initializer_list<std::string> texts) {
+  const float room = ImGui::GetContentRegionAvail().x - 2.f * ImGui::GetStyle().FramePadding.x;
+  std::string last;
+  for (const std::string& t : texts) {
+    if (ImGui::CalcTextSize(t.c_str()).x <= room) return t;
+    last = t;
+  }
+  return last;
+}
+
+std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+std::string format(const char* fmt, ...) {
+  char b[200];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(b, sizeof b, fmt, ap);
+  va_end(ap);
   return b;
 }
 
@@ -361,45 +385,57 @@ void Panel::run_section() {
       ImGui::TextColored(kDim, "The model is still loading; a job started now waits for it.");
     return;
   }
-  char overlay[160];
+  std::string overlay;
   float frac = 0.f;
   const JobProgress& p = j->progress;
-  const std::string vl = variations_label(p), vl_gap = vl.empty() ? "" : "  ";
+  const std::string vl = variations_label(p), vs = variations_label(p, true);
+  const std::string vl_gap = vl.empty() ? "" : "  ", vs_gap = vs.empty() ? "" : " ";
   switch (j->state) {
     case JobState::Queued:
       if (c_.model().state == ModelStatus::State::Loading)
-        std::snprintf(overlay, sizeof overlay, "Waiting for the model (%.0f%%)", double(c_.model().fraction * 100.f));
+        overlay = format("Waiting for the model (%.0f%%)", double(c_.model().fraction * 100.f));
       else
-        std::snprintf(overlay, sizeof overlay, "Queued");
+        overlay = "Queued";
       break;
     case JobState::Loading:
       frac = p.load_fraction;
-      std::snprintf(overlay, sizeof overlay, "Loading %s", p.stage.c_str());
+      overlay = "Loading " + p.stage;
       break;
     case JobState::Generating:
       frac = p.tokens_total > 0 ? float(p.tokens_done) / float(p.tokens_total) : 0.f;
       if (p.tokens_done == 0)
-        std::snprintf(overlay, sizeof overlay, "Encoding the prompt...");
+        overlay = "Encoding the prompt...";
       else if (p.eta_ms >= 0)
-        std::snprintf(overlay, sizeof overlay, "%s%s%d/%d tokens  %.1f tok/s  ETA %.1f s", vl.c_str(), vl_gap.c_str(),
-                      p.tokens_done, p.tokens_total, p.tokens_per_s, p.eta_ms / 1000.0);
+        overlay = first_fitting(
+            {format("%s%s%d/%d tokens  %.1f tok/s  ETA %.1f s", vl.c_str(), vl_gap.c_str(), p.tokens_done,
+                    p.tokens_total, p.tokens_per_s, p.eta_ms / 1000.0),
+             format("%s%s%d/%d tokens  ETA %.0f s", vl.c_str(), vl_gap.c_str(), p.tokens_done, p.tokens_total,
+                    p.eta_ms / 1000.0),
+             format("%s%s%d/%d  ETA %.0f s", vs.c_str(), vs_gap.c_str(), p.tokens_done, p.tokens_total,
+                    p.eta_ms / 1000.0),
+             format("%d/%d", p.tokens_done, p.tokens_total)});
       else
-        std::snprintf(overlay, sizeof overlay, "%s%s%d/%d tokens", vl.c_str(), vl_gap.c_str(), p.tokens_done,
-                      p.tokens_total);
+        overlay = first_fitting({format("%s%s%d/%d tokens", vl.c_str(), vl_gap.c_str(), p.tokens_done, p.tokens_total),
+                                 format("%s%s%d/%d", vs.c_str(), vs_gap.c_str(), p.tokens_done, p.tokens_total),
+                                 format("%d/%d", p.tokens_done, p.tokens_total)});
       break;
     case JobState::Meshing:
       frac = 1.f;
-      std::snprintf(overlay, sizeof overlay, "Meshing%s%s: %s", vl.empty() ? "" : " ", vl.c_str(), p.stage.c_str());
+      overlay = first_fitting({"Meshing" + std::string(vl.empty() ? "" : " ") + vl + ": " + p.stage,
+                               "Meshing" + std::string(vs.empty() ? "" : " ") + vs});
       break;
     default:
-      std::snprintf(overlay, sizeof overlay, "%s", to_string(j->state));
+      overlay = to_string(j->state);
   }
-  ImGui::ProgressBar(frac, ImVec2(-FLT_MIN, 0), overlay);
+  ImGui::ProgressBar(frac, ImVec2(-FLT_MIN, 0), overlay.c_str());
   if (ImGui::Button("Cancel  (Esc)", ImVec2(-FLT_MIN, 0))) c_.cancel();
-  if (p.variations > 1)
-    ImGui::TextColored(kDim, "%d variations (seeds %" PRIu64 "-%" PRIu64 "): %s", p.variations,
+  if (p.variations > 1) {
+    ImGui::PushStyleColor(ImGuiCol_Text, kDim);
+    ImGui::TextWrapped("%d variations (seeds %" PRIu64 "-%" PRIu64 "): %s", p.variations,
                        j->spec ? j->spec->request.seed : 0, j->spec ? variation_seed(j->spec->request.seed, p.variations - 1) : 0,
                        j->place_when_done ? "the first is placed, all go to the history" : "all go to the history");
+    ImGui::PopStyleColor();
+  }
   if (j->previews_seen > 0)
     ImGui::TextColored(kDim, "Preview: %d tokens (%d updates)", j->preview_tokens, j->previews_seen);
   const std::size_t queued = c_.jobs().size() - 1;
