@@ -464,12 +464,15 @@ void Panel::latency_section() {
   if (!r) {
     ImGui::TextDisabled("No jobs yet.");
   } else if (ImGui::BeginTable("lat", 2, ImGuiTableFlags_SizingStretchProp | ImGuiTableFlags_RowBg)) {
+    // labels at their full width (the longest one sets it), values wrapped in what is left of a narrow sidebar
+    ImGui::TableSetupColumn("what", ImGuiTableColumnFlags_WidthFixed, ImGui::CalcTextSize("Time to first preview").x);
+    ImGui::TableSetupColumn("value", ImGuiTableColumnFlags_WidthStretch);
     auto row = [](const char* k, const std::string& v) {
       ImGui::TableNextRow();
       ImGui::TableSetColumnIndex(0);
       ImGui::TextUnformatted(k);
       ImGui::TableSetColumnIndex(1);
-      ImGui::TextUnformatted(v.c_str());
+      ImGui::TextWrapped("%s", v.c_str());
     };
     char b[96];
     row("Job", "#" + std::to_string(r->job) + " " + r->state +
