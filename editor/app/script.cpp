@@ -157,6 +157,8 @@ bool ScriptRunner::run_action(const json& a, ScriptEnv& env) {
     if (a.contains("scale")) t.scale = vec3(a, "scale");
     doc.set_transform(id, t);
     doc.history().seal();
+  } else if (what == "mouse_drag") {
+    return mouse_drag(a, env);
   } else if (what == "gizmo_drag") {
     return gizmo_drag(a, env);
   } else if (what == "undo" || what == "redo") {
@@ -187,6 +189,12 @@ bool ScriptRunner::run_action(const json& a, ScriptEnv& env) {
       throw Error("expected " + a["entity_count"].dump() + " entities, found " + std::to_string(doc.scene().size()));
     if (a.contains("selection_count") && doc.selection().size() != a["selection_count"].get<size_t>())
       throw Error("expected " + a["selection_count"].dump() + " selected, found " + std::to_string(doc.selection().size()));
+    if (a.contains("sidebar_fraction")) {
+      if (!env.ui) throw Error("sidebar_fraction needs the window (not available with --headless)");
+      const float want = a["sidebar_fraction"].get<float>(), got = env.ui->sidebar_fraction();
+      if (std::abs(got - want) > tol)
+        throw Error("the plugin sidebar takes " + std::to_string(got) + " of the column, expected " + a["sidebar_fraction"].dump());
+    }
     if (a.contains("dirty") && doc.dirty() != a["dirty"].get<bool>())
       throw Error(std::string("expected the document to be ") + (doc.dirty() ? "saved" : "modified"));
     if (a.contains("undo_top")) {
@@ -305,7 +313,6 @@ bool ScriptRunner::gizmo_drag(const json& a, ScriptEnv& env) {
   std::string axis_s = a.value("axis", std::string("x"));
   int axis = axis_s == "x" ? 0 : axis_s == "y" ? 1 : axis_s == "z" ? 2 : -1;
   if (axis < 0) throw Error("axis must be x, y or z");
-  const int kMoveFrames = 6;
   if (drag_phase_ == 0) {
     if (a.contains("name") || a.contains("id")) env.doc.selection().select(resolve(a, env));
     if (env.doc.selection().empty()) throw Error("nothing selected to drag");
@@ -336,30 +343,57 @@ bool ScriptRunner::gizmo_drag(const json& a, ScriptEnv& env) {
     } else {
       drag_to_ = drag_from_ + (*unit - *from) * a.value("units", 1.f);
     }
-    ui.script_mouse = EditorUI::ScriptMouse{drag_from_, false};
+    drag_window_ = false;
+    ui.script_mouse = EditorUI::ScriptMouse{drag_from_, false, false};
     drag_phase_ = 2;
     return false;
   }
+  if (!drag_step(ui)) return false;
+  if (env.doc.history().change_counter() == drag_changes_) throw Error("the drag did not grab the gizmo handle");
+  return true;
+}
+
+// Phases 2.. of a drag (phase 1 hovered drag_from_): press, move over kMoveFrames frames, release, then done.
+bool ScriptRunner::drag_step(EditorUI& ui) {
+  const int kMoveFrames = 6;
   if (drag_phase_ == 2) {
-    ui.script_mouse = EditorUI::ScriptMouse{drag_from_, true};
+    ui.script_mouse = EditorUI::ScriptMouse{drag_from_, true, drag_window_};
     drag_phase_ = 3;
     return false;
   }
   if (drag_phase_ < 3 + kMoveFrames) {
     float t = float(drag_phase_ - 2) / kMoveFrames;
-    ui.script_mouse = EditorUI::ScriptMouse{drag_from_ + (drag_to_ - drag_from_) * t, true};
+    ui.script_mouse = EditorUI::ScriptMouse{drag_from_ + (drag_to_ - drag_from_) * t, true, drag_window_};
     ++drag_phase_;
     return false;
   }
   if (drag_phase_ == 3 + kMoveFrames) {
-    ui.script_mouse = EditorUI::ScriptMouse{drag_to_, false};
+    ui.script_mouse = EditorUI::ScriptMouse{drag_to_, false, drag_window_};
     ++drag_phase_;
     return false;
   }
   ui.script_mouse = std::nullopt;
   drag_phase_ = 0;
-  if (env.doc.history().change_counter() == drag_changes_) throw Error("the drag did not grab the gizmo handle");
   return true;
+}
+
+// A left-button drag anywhere in the window (window pixels): panels' edges, splitters, widgets.
+bool ScriptRunner::mouse_drag(const json& a, ScriptEnv& env) {
+  if (!env.ui) throw Error("mouse_drag needs the window (not available with --headless)");
+  if (drag_phase_ == 0) {
+    auto point = [&](const char* key) {
+      const json& p = a.at(key);
+      if (!p.is_array() || p.size() != 2) throw Error(std::string(key) + " must be [x, y] in window pixels");
+      return glm::vec2(p[0].get<float>(), p[1].get<float>());
+    };
+    drag_from_ = point("from");
+    drag_to_ = point("to");
+    drag_window_ = true;
+    env.ui->script_mouse = EditorUI::ScriptMouse{drag_from_, false, true};
+    drag_phase_ = 2;
+    return false;
+  }
+  return drag_step(*env.ui);
 }
 
 }  // namespace cubeforge::editor

@@ -38,6 +38,8 @@ class ScriptRunner {
   bool run_action(const nlohmann::json& a, ScriptEnv& env);  // false = not finished yet (call again next frame)
   bool wait_condition(const nlohmann::json& a, ScriptEnv& env);
   bool gizmo_drag(const nlohmann::json& a, ScriptEnv& env);
+  bool mouse_drag(const nlohmann::json& a, ScriptEnv& env);
+  bool drag_step(EditorUI& ui);  // the press, move and release of a drag from drag_from_ to drag_to_
   EntityId resolve(const nlohmann::json& a, ScriptEnv& env, bool required = true) const;
 
   std::vector<nlohmann::json> actions_;
@@ -50,6 +52,7 @@ class ScriptRunner {
   // gizmo drag state
   int drag_phase_ = 0;
   glm::vec2 drag_from_{0.f}, drag_to_{0.f};
+  bool drag_window_ = false;  // drag_from_ / drag_to_ in window pixels (mouse_drag), else viewport pixels
   uint64_t drag_changes_ = 0;
   std::vector<double> frame_times_;
   std::chrono::steady_clock::time_point last_frame_;

@@ -51,11 +51,6 @@ class OverlayCollector : public OverlayDraw {
   glm::vec2 size_;
 };
 
-bool ctrl_down() {
-  ImGuiIO& io = ImGui::GetIO();
-  return io.KeyCtrl;
-}
-
 }  // namespace
 
 EditorUI::EditorUI(Document& doc, PluginHost& host, Renderer& renderer) : doc_(doc), host_(host), renderer_(renderer) {
@@ -79,7 +74,8 @@ void EditorUI::run_guarded(const std::string& what, const std::function<void()>&
 void EditorUI::apply_script_mouse() {
   if (!script_mouse) return;
   ImGuiIO& io = ImGui::GetIO();
-  io.MousePos = ImVec2(vp_origin_.x + script_mouse->pos.x, vp_origin_.y + script_mouse->pos.y);
+  const glm::vec2 o = script_mouse->window ? glm::vec2(0.f) : glm::vec2(vp_origin_.x, vp_origin_.y);
+  io.MousePos = ImVec2(o.x + script_mouse->pos.x, o.y + script_mouse->pos.y);
   io.MouseDown[0] = script_mouse->down;
 }
 
@@ -425,7 +421,7 @@ void EditorUI::explorer() {
 // ------------------------------------------------------------------------------------------------ properties
 void EditorUI::properties() {
   ImGuiIO& io = ImGui::GetIO();
-  float top = menu_h_ + (io.DisplaySize.y - menu_h_ - status_h_) * 0.55f;
+  float top = menu_h_ + (io.DisplaySize.y - menu_h_ - status_h_) * sidebar_frac_;
   ImGui::SetNextWindowPos(ImVec2(io.DisplaySize.x - right_w_, top));
   ImGui::SetNextWindowSize(ImVec2(right_w_, io.DisplaySize.y - status_h_ - top));
   if (!ImGui::Begin("Properties", nullptr, kPanelFlags)) {
@@ -531,10 +527,15 @@ void EditorUI::status_bar() {
 // ------------------------------------------------------------------------------------------------ plugin sidebar
 void EditorUI::plugin_sidebar() {
   ImGuiIO& io = ImGui::GetIO();
-  float h = (io.DisplaySize.y - menu_h_ - status_h_) * 0.55f;
+  // The sidebar's bottom edge can be dragged (the Properties panel below takes the rest): a generation sidebar
+  // needs more room than a fixed half of the column.
+  const float avail = io.DisplaySize.y - menu_h_ - status_h_;
   ImGui::SetNextWindowPos(ImVec2(io.DisplaySize.x - right_w_, menu_h_));
-  ImGui::SetNextWindowSize(ImVec2(right_w_, h));
-  if (!ImGui::Begin("Plugins###sidebar", nullptr, kPanelFlags)) {
+  ImGui::SetNextWindowSize(ImVec2(right_w_, avail * sidebar_frac_));
+  ImGui::SetNextWindowSizeConstraints(ImVec2(right_w_, avail * 0.2f), ImVec2(right_w_, avail * 0.85f));
+  const bool open = ImGui::Begin("Plugins###sidebar", nullptr, kPanelFlags & ~ImGuiWindowFlags_NoResize);
+  if (avail > 0.f) sidebar_frac_ = std::clamp(ImGui::GetWindowHeight() / avail, 0.2f, 0.85f);
+  if (!open) {
     ImGui::End();
     return;
   }

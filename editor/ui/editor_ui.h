@@ -37,13 +37,15 @@ class EditorUI {
 
   // Scripted mouse (set before ImGui::NewFrame by the app): overrides the real mouse while set.
   struct ScriptMouse {
-    glm::vec2 pos{0.f};  // viewport pixels
+    glm::vec2 pos{0.f};  // viewport pixels (window pixels if `window`)
     bool down = false;
+    bool window = false;
   };
   std::optional<ScriptMouse> script_mouse;
   void apply_script_mouse();  // call after the platform backend's NewFrame, before ImGui::NewFrame
 
   float frame_ms() const { return frame_ms_; }
+  float sidebar_fraction() const { return sidebar_frac_; }
 
  private:
   void layout();
@@ -73,6 +75,7 @@ class EditorUI {
 
   // layout rects
   float menu_h_ = 20.f, status_h_ = 24.f, left_w_ = 250.f, right_w_ = 330.f, output_h_ = 150.f;
+  float sidebar_frac_ = 0.55f;  // share of the right column's height the plugin sidebar takes (its bottom edge drags)
   glm::vec2 vp_origin_{0.f}, vp_size_{640.f, 480.f};
 
   // explorer

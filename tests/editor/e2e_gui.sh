@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end test of the real editor window under Xvfb, through the script mode: import a mesh, move it with the
 # gizmo, undo/redo, save, quit; reopen and check it is as it was left. Then: a failing action exits non-zero with a
-# clear message, a window screenshot captures the whole window, and the EGL-surfaceless --headless path writes a
-# screenshot (and refuses a window screenshot).
+# clear message, a window screenshot captures the whole window, the plugin sidebar's edge drags, and the
+# EGL-surfaceless --headless path writes a screenshot (and refuses a window screenshot).
 # usage: e2e_gui.sh <cubeforge binary> <tests/editor dir>
 set -euo pipefail
 BIN=$1
@@ -61,6 +61,20 @@ if ls "$T" | grep -q '\.tmp'; then
   echo "a screenshot left a temporary file behind" >&2
   exit 1
 fi
+
+# The plugin sidebar's bottom edge drags (the Properties panel takes the rest): at 1000x700 the column is 656 px
+# high and the edge at 20 + 0.55 x 656; 100 px down makes the sidebar 0.70 of the column.
+cat > "$T/split.json" <<JSON
+[
+  {"do": "wait_for", "condition": "frames", "value": 3},
+  {"do": "expect", "sidebar_fraction": 0.55, "tolerance": 0.005},
+  {"do": "mouse_drag", "from": [870, 379], "to": [870, 479]},
+  {"do": "wait_for", "condition": "frames", "value": 2},
+  {"do": "expect", "sidebar_fraction": 0.702, "tolerance": 0.01},
+  {"do": "quit"}
+]
+JSON
+"$XV" "$BIN" --no-plugins --size 1000x700 --script "$T/split.json"
 
 # A failing action: non-zero exit and a message naming the action.
 echo '[{"do": "select", "name": "Nope"}]' > "$T/bad.json"
