@@ -70,8 +70,7 @@ int run(int argc, char** argv) {
     text.push_back(s.text_ms);
     prefill.push_back(s.prefill_ms);
     gpt.push_back(s.gpt_ms);
-    std::vector<double> steps;
-    for (size_t i = 1; i < s.token_ms.size(); ++i) steps.push_back(s.token_ms[i] - s.token_ms[i - 1]);
+    const std::vector<double> steps = s.token_gaps_ms();
     tpot_all.insert(tpot_all.end(), steps.begin(), steps.end());
     tpot_mean.push_back(std::accumulate(steps.begin(), steps.end(), 0.0) / double(std::max<size_t>(1, steps.size())));
   }

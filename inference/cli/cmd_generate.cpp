@@ -198,8 +198,7 @@ int run(int argc, char** argv) {
   const double decimate_ms = written.front().decimate_ms, export_ms = written.front().export_ms;
   const size_t faces_before = written.front().faces_before;
   const auto& s = res.stats;
-  std::vector<double> steps;
-  for (size_t i = 1; i < s.token_ms.size(); ++i) steps.push_back(s.token_ms[i] - s.token_ms[i - 1]);
+  const std::vector<double> steps = s.token_gaps_ms();
   // Mean decode step: the GPT stage after prefill over its N steps (the BOS step yields token 0). p50/p95 are the gaps
   // between token times (on the CUDA path: device step times, spread evenly within each captured graph chunk).
   const double tpot_mean = res.tokens.empty() ? 0 : (s.gpt_ms - s.prefill_ms) / double(res.tokens.size());

@@ -147,9 +147,7 @@ void fill_from_stats(LatencyRecord& r, const GenerationStats& st) {
   r.text_ms = st.text_ms;
   r.ttft_ms = st.ttft_ms;
   r.first_preview_ms = st.first_preview_ms;
-  std::vector<double> gaps;
-  for (std::size_t i = 1; i < st.token_ms.size(); ++i) gaps.push_back(st.token_ms[i] - st.token_ms[i - 1]);
-  r.tpot_ms = percentiles(gaps);
+  r.tpot_ms = percentiles(st.token_gaps_ms());
   if (st.token_ms.size() > 1) {
     const double span = st.token_ms.back() - st.token_ms.front();
     if (span > 0) r.tokens_per_s = double(st.token_ms.size() - 1) * 1000.0 / span;
@@ -174,7 +172,8 @@ void add_variations(LatencyRecord& r, const std::vector<std::shared_ptr<const Jo
   r.faces = 0;
   for (const auto& o : outs) {
     const GenerationStats& st = o->stats;
-    for (std::size_t i = 1; i < st.token_ms.size(); ++i) gaps.push_back(st.token_ms[i] - st.token_ms[i - 1]);
+    const std::vector<double> g = st.token_gaps_ms();  // inside this variation only
+    gaps.insert(gaps.end(), g.begin(), g.end());
     if (!st.token_ms.empty()) {
       first = r.tokens ? std::min(first, st.token_ms.front()) : st.token_ms.front();
       last = r.tokens ? std::max(last, st.token_ms.back()) : st.token_ms.back();

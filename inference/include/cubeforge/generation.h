@@ -129,6 +129,13 @@ struct GenerationStats {
   int previews = 0;
   double preview_ms_total = 0;  // time spent building previews (inside the token loop on the CPU)
   double total_ms = 0;
+
+  // The gaps between consecutive token times (ms): the samples of TPOT percentiles.
+  std::vector<double> token_gaps_ms() const {
+    std::vector<double> g;
+    for (size_t i = 1; i < token_ms.size(); ++i) g.push_back(token_ms[i] - token_ms[i - 1]);
+    return g;
+  }
 };
 
 // Validates a request against a model configuration; throws cubeforge::Error with a user-facing message.

@@ -247,9 +247,7 @@ TEST(AiModel, CancelStopsWithinATokenStep) {
   ASSERT_NE(t, nullptr);
   EXPECT_EQ(t->state, JobState::Cancelled);
   ASSERT_TRUE(t->partial);
-  std::vector<double> gaps;
-  for (size_t i = 1; i < t->partial->token_ms.size(); ++i) gaps.push_back(t->partial->token_ms[i] - t->partial->token_ms[i - 1]);
-  const double step = percentiles(gaps).max;
+  const double step = percentiles(t->partial->token_gaps_ms()).max;
   std::printf("[small] cancel after %zu tokens: Cancelled %.1f ms after cancel(); slowest token step %.1f ms\n",
               t->partial->token_ms.size(), latency, step);
   EXPECT_LT(t->partial->token_ms.size(), 128u);
