@@ -1,6 +1,8 @@
 // Form settings and JobSpec JSON: see settings.h.
 #include "settings/settings.h"
 
+#include "appearance/prompt_colour.h"
+
 #include <cubeforge/error.h>
 
 #include <algorithm>
@@ -8,6 +10,22 @@
 using nlohmann::json;
 
 namespace cubeforge::ai {
+
+const char* to_string(VertexColour v) {
+  switch (v) {
+    case VertexColour::FromPrompt: return "prompt";
+    case VertexColour::Custom: return "custom";
+    case VertexColour::None: return "none";
+  }
+  return "prompt";
+}
+
+VertexColour vertex_colour_from_string(const std::string& s) {
+  if (s == "prompt") return VertexColour::FromPrompt;
+  if (s == "custom") return VertexColour::Custom;
+  if (s == "none") return VertexColour::None;
+  throw Error("vertex_colour must be \"prompt\", \"custom\" or \"none\", got \"" + s + "\"");
+}
 
 json to_json(const FormSettings& f) {
   return json{{"prompt", f.prompt},
@@ -31,6 +49,8 @@ json to_json(const FormSettings& f) {
               {"preview_resolution", f.preview_resolution},
               {"preview_max_overhead", f.preview_max_overhead},
               {"auto_place", f.auto_place},
+              {"vertex_colour", to_string(f.vertex_colour)},
+              {"colour", f.colour},
               {"use_default_model", f.use_default_model},
               {"model_dir", f.model_dir}};
 }
@@ -44,6 +64,19 @@ void take(const json& j, const char* key, T& out, bool strict) {
     out = it->get<T>();
   } catch (const std::exception&) {
     if (strict) throw Error(std::string("setting '") + key + "' has the wrong type");
+  }
+}
+
+// A setting stored by name ("causal", "prompt"): parse throws Error on an unknown name.
+template <class T, class Parse>
+void take_named(const json& j, const char* key, T& out, Parse parse, bool strict) {
+  std::string name;
+  take(j, key, name, strict);
+  if (name.empty()) return;
+  try {
+    out = parse(name);
+  } catch (const Error&) {
+    if (strict) throw;
   }
 }
 
@@ -67,20 +100,15 @@ void apply(FormSettings& f, const json& j, bool strict) {
   take(j, "adaptive_occupancy", f.adaptive_occupancy, strict);
   take(j, "face_cap_on", f.face_cap_on, strict);
   take(j, "face_cap", f.face_cap, strict);
-  std::string att;
-  take(j, "attention", att, strict);
-  if (!att.empty()) {
-    try {
-      f.attention = attention_mode_from_string(att);
-    } catch (const Error&) {
-      if (strict) throw;
-    }
-  }
+  take_named(j, "attention", f.attention, attention_mode_from_string, strict);
   take(j, "previews", f.previews, strict);
   take(j, "preview_every", f.preview_every, strict);
   take(j, "preview_resolution", f.preview_resolution, strict);
   take(j, "preview_max_overhead", f.preview_max_overhead, strict);
   take(j, "auto_place", f.auto_place, strict);
+  take_named(j, "vertex_colour", f.vertex_colour, vertex_colour_from_string, strict);
+  take(j, "colour", f.colour, strict);
+  for (float& c : f.colour) c = std::clamp(c, 0.0f, 1.0f);
   take(j, "use_default_model", f.use_default_model, strict);
   take(j, "model_dir", f.model_dir, strict);
   f.resolution = std::clamp(f.resolution, 4, 9);
@@ -119,6 +147,11 @@ JobSpec make_spec(const FormSettings& f, const std::string& model_dir, bool mode
   s.mesh.mode = f.adaptive_occupancy ? OccupancyMode::Adaptive : OccupancyMode::Dense;
   s.mesh.base_pivot = true;
   s.face_cap = f.face_cap_on ? std::size_t(f.face_cap) : 0;
+  if (f.vertex_colour == VertexColour::Custom) {
+    s.vertex_colour = f.colour;
+  } else if (f.vertex_colour == VertexColour::FromPrompt) {
+    if (auto c = colour_in_prompt(f.prompt)) s.vertex_colour = c->rgb;
+  }
   if (f.previews) {
     s.preview.every = f.preview_every;
     s.preview.adaptive = true;
@@ -162,6 +195,7 @@ json spec_to_json(const JobSpec& s) {
          {"preview_max_overhead", s.preview.max_overhead}};
   j["top_p"] = s.request.top_p ? json(*s.request.top_p) : json(nullptr);
   j["bbox"] = s.request.bbox ? json(*s.request.bbox) : json(nullptr);
+  j["vertex_colour"] = s.vertex_colour ? json(*s.vertex_colour) : json(nullptr);
   return j;
 }
 
@@ -184,6 +218,8 @@ JobSpec spec_from_json(const json& j) {
   s.preview.every = j.value("preview_every", 0);
   s.preview.resolution_base = j.value("preview_resolution", 5);
   s.preview.max_overhead = j.value("preview_max_overhead", 0.10f);
+  if (j.contains("vertex_colour") && j["vertex_colour"].is_array())
+    s.vertex_colour = j["vertex_colour"].get<std::array<float, 3>>();
   return s;
 }
 

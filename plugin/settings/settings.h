@@ -12,6 +12,11 @@
 
 namespace cubeforge::ai {
 
+// The generated mesh's vertex colours: the colour the prompt names (none if it names none), a chosen one, or none.
+enum class VertexColour { FromPrompt, Custom, None };
+const char* to_string(VertexColour v);          // "prompt", "custom", "none"
+VertexColour vertex_colour_from_string(const std::string& s);  // throws Error
+
 struct FormSettings {
   std::string prompt;
   std::string negative_prompt;       // used with guidance > 0 (GenerationRequest::negative_prompt)
@@ -34,6 +39,8 @@ struct FormSettings {
   int preview_resolution = 5;
   float preview_max_overhead = 0.10f;
   bool auto_place = true;            // place the result when it is done
+  VertexColour vertex_colour = VertexColour::FromPrompt;  // what the generated mesh is painted with
+  std::array<float, 3> colour{0.8f, 0.8f, 0.8f};           // linear RGB, with VertexColour::Custom
   bool use_default_model = true;
   std::string model_dir;             // when !use_default_model
 };
@@ -51,7 +58,7 @@ FormSettings form_from_json(const nlohmann::json& j);  // missing/invalid keys k
 void apply_json(FormSettings& f, const nlohmann::json& j);
 
 // The job the form asks for (bbox only when use_bbox and the model takes one; variations only with top-p, where the
-// panel's control is enabled).
+// panel's control is enabled; the vertex colour resolved: the prompt's colour word, the chosen colour, or none).
 JobSpec make_spec(const FormSettings& f, const std::string& model_dir, bool model_takes_bbox);
 // Variation v of a job as a job of its own: seed + v, one variation (what reproduces exactly that shape).
 JobSpec variation_spec(const JobSpec& job, int variation);

@@ -328,6 +328,36 @@ void Panel::settings_section(bool busy) {
     }
   }
 
+  int vc = int(f.vertex_colour);
+  const char* vc_items[] = {"from the prompt", "chosen", "none"};
+  if (ImGui::Combo("Colour", &vc, vc_items, 3)) {
+    f.vertex_colour = VertexColour(vc);
+    changed = true;
+  }
+  help_marker("Vertex colours painted on the result (the model makes shape only; they go into the scene and every "
+              "export). 'from the prompt': its first colour word (red, blue, wooden, golden, ...), none if it has none.");
+  if (f.vertex_colour == VertexColour::Custom) {
+    float s[3] = {linear_to_srgb(f.colour[0]), linear_to_srgb(f.colour[1]), linear_to_srgb(f.colour[2])};
+    if (ImGui::ColorEdit3("##colour", s, ImGuiColorEditFlags_NoInputs)) {
+      for (int i = 0; i < 3; ++i) f.colour[i] = srgb_to_linear(s[i]);
+      changed = true;
+    }
+  } else if (f.vertex_colour == VertexColour::FromPrompt) {
+    if (f.prompt != colour_prompt_) {
+      colour_prompt_ = f.prompt;
+      colour_named_ = colour_in_prompt(f.prompt);
+    }
+    if (colour_named_) {
+      const Rgb& c = colour_named_->rgb;
+      ImGui::ColorButton("##named", ImVec4(linear_to_srgb(c[0]), linear_to_srgb(c[1]), linear_to_srgb(c[2]), 1.f),
+                         ImGuiColorEditFlags_NoTooltip, ImVec2(ImGui::GetFrameHeight(), ImGui::GetFrameHeight()));
+      ImGui::SameLine();
+      ImGui::TextDisabled("%s (from the prompt)", colour_named_->word.c_str());
+    } else {
+      ImGui::TextDisabled("the prompt names no colour: none");
+    }
+  }
+
   if (ImGui::TreeNode("Advanced")) {
     int att = f.attention == AttentionMode::Reference ? 0 : 1;
     const char* att_items[] = {"reference", "causal"};

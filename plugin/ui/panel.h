@@ -8,6 +8,7 @@
 // ImGui's input queue and presses Ctrl+Enter, so an end-to-end test drives the real widget; ai.ui_fold
 // {settings, latency} folds sections (so a screenshot shows the history).
 #pragma once
+#include "appearance/prompt_colour.h"
 #include "controller/controller.h"
 #include "ui/textures.h"
 
@@ -43,6 +44,8 @@ class Panel {
   int export_format_ = 0;
   bool open_export_popup_ = false;
   std::string csv_path_, json_path_;
+  std::string colour_prompt_ = "\x01";          // the prompt colour_named_ was found in (re-read when it changes)
+  std::optional<NamedColour> colour_named_;
   const ModelInfo* known_for_ = nullptr;
   std::string known_joined_;
 

@@ -35,6 +35,7 @@ struct JobSpec {
   std::size_t face_cap = 0;      // 0: no decimation
   std::string tag;               // free text carried to the result (batch runs, history actions)
   std::optional<int> nice;       // CPU priority of the inference threads for this job (default: WorkerOptions::nice)
+  std::optional<std::array<float, 3>> vertex_colour;  // painted on every output (linear RGB); none: no vertex colours
 };
 
 // Latest progress of the running job; the worker overwrites it (the UI reads the newest once per frame).

@@ -328,7 +328,8 @@ void Worker::run_load(const Item& it) {
 
 namespace {
 
-// One variation's shape → a result ready to place: decimated to the face cap, base-centred, scaled to fit the bbox.
+// One variation's shape → a result ready to place: decimated to the face cap, base-centred, scaled to fit the bbox,
+// painted with the spec's vertex colour.
 std::shared_ptr<JobOutput> make_output(ShapeResult& r, const JobSpec& spec, int variation, const CancelToken* cancel) {
   auto out = std::make_shared<JobOutput>();
   out->variation = variation;
@@ -344,6 +345,7 @@ std::shared_ptr<JobOutput> make_output(ShapeResult& r, const JobSpec& spec, int 
   const Bounds b = mesh_bounds(r.mesh);
   out->fit_scale = fit_scale(b.size(), spec.request.bbox);
   base_centre_and_scale(r.mesh, out->fit_scale);
+  if (spec.vertex_colour) r.mesh.colors.assign(r.mesh.positions.size(), *spec.vertex_colour);
   out->decimate_ms = now_ms() - td;
   out->mesh = std::make_shared<const Mesh>(std::move(r.mesh));
   out->tokens = std::move(r.tokens);

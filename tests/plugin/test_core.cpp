@@ -1,6 +1,7 @@
 // GL-free pieces of the AI plugin: placement math, bbox range checks, form/spec JSON (variations included),
 // latency percentiles and the CSV/JSON report (one record for a job's variations), the history store (files,
 // reopen, corrupt index, one entry per variation), the software thumbnail, model-dir checks.
+#include "appearance/prompt_colour.h"
 #include "fake_backend.h"
 #include "history/history.h"
 #include "history/thumbnail.h"
@@ -160,6 +161,49 @@ TEST(AiSettings, VariationsRoundTripAndNeedTopP) {
   EXPECT_NE(check_variations(2, false).find("top-p"), std::string::npos);
   EXPECT_NE(check_variations(5, true).find("1 to 4"), std::string::npos);
   EXPECT_NE(check_variations(0, true).find("1 to 4"), std::string::npos);
+}
+
+// "a red chair" is painted red: the first colour word, whole words only, any case; materials by their colour.
+TEST(AiColour, ColourWordsOfThePrompt) {
+  auto word = [](const std::string& p) {
+    const auto c = colour_in_prompt(p);
+    return c ? c->word : std::string("-");
+  };
+  EXPECT_EQ(word("a red chair"), "red");
+  EXPECT_EQ(word("A RED CHAIR!"), "red");
+  EXPECT_EQ(word("a chair, red."), "red");
+  EXPECT_EQ(word("a wooden table with a blue top"), "wood");  // the first one wins
+  EXPECT_EQ(word("a gray stone"), "grey");
+  EXPECT_EQ(word("a bored reddish predator"), "-");          // not inside other words
+  EXPECT_EQ(word("a tall pagoda"), "-");
+  EXPECT_EQ(word(""), "-");
+  const auto red = colour_in_prompt("red")->rgb, white = colour_in_prompt("white")->rgb;
+  EXPECT_GT(red[0], 0.4f);  // linear RGB: red dominant, dark green and blue
+  EXPECT_LT(red[1], 0.1f);
+  EXPECT_LT(red[2], 0.1f);
+  for (float c : white) EXPECT_GT(c, 0.85f);
+  for (float c : {0.f, 0.02f, 0.2f, 0.5f, 0.9f, 1.f}) EXPECT_NEAR(linear_to_srgb(srgb_to_linear(c)), c, 1e-5f);
+}
+
+// The form's colour choice becomes the job's vertex colour (resolved when the job is made) and survives the history.
+TEST(AiColour, FormColourReachesTheJob) {
+  FormSettings f;
+  f.prompt = "a red chair";
+  ASSERT_TRUE(make_spec(f, "/m", false).vertex_colour.has_value());  // default: from the prompt
+  EXPECT_EQ(*make_spec(f, "/m", false).vertex_colour, colour_in_prompt("red")->rgb);
+  f.prompt = "a chair";
+  EXPECT_FALSE(make_spec(f, "/m", false).vertex_colour.has_value());  // no colour word: no vertex colours
+  apply_json(f, json{{"vertex_colour", "custom"}, {"colour", {0.1, 0.2, 0.3}}});
+  ASSERT_TRUE(make_spec(f, "/m", false).vertex_colour.has_value());
+  EXPECT_EQ(*make_spec(f, "/m", false).vertex_colour, (std::array<float, 3>{0.1f, 0.2f, 0.3f}));
+  const JobSpec s = make_spec(f, "/m", false);
+  EXPECT_EQ(spec_from_json(spec_to_json(s)).vertex_colour, s.vertex_colour);
+  EXPECT_EQ(form_from_json(to_json(f)).vertex_colour, VertexColour::Custom);
+  f.prompt = "a red chair";
+  apply_json(f, json{{"vertex_colour", "none"}});
+  EXPECT_FALSE(make_spec(f, "/m", false).vertex_colour.has_value());
+  EXPECT_THROW(apply_json(f, json{{"vertex_colour", "blue"}}), Error);
+  EXPECT_FALSE(spec_from_json(json{{"prompt", "a red chair"}}).vertex_colour.has_value());  // older history entries
 }
 
 TEST(AiLatency, Percentiles) {

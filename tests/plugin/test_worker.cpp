@@ -51,6 +51,22 @@ TEST(AiWorker, NormalPathGoesThroughEveryState) {
   EXPECT_TRUE(w.idle());
 }
 
+// The job's vertex colour is on every vertex of its output; a job without one leaves the mesh uncoloured.
+TEST(AiWorker, OutputsCarryTheJobsVertexColour) {
+  auto be = make_backend();
+  Worker w(be);
+  Recorder r(w);
+  JobSpec painted = fake_spec("a red lamp", 5);
+  painted.vertex_colour = std::array<float, 3>{0.6f, 0.05f, 0.02f};
+  const JobId a = w.submit(painted), b = w.submit(fake_spec("a lamp", 5));
+  ASSERT_NE(r.wait_terminal(b), nullptr);
+  const Mesh& ma = *r.terminal(a)->output->mesh;
+  ASSERT_FALSE(ma.positions.empty());
+  ASSERT_EQ(ma.colors.size(), ma.positions.size());
+  for (const Vec3& c : ma.colors) EXPECT_EQ(c, *painted.vertex_colour);
+  EXPECT_TRUE(r.terminal(b)->output->mesh->colors.empty());
+}
+
 TEST(AiWorker, SameSeedSameTokens) {
   auto be = make_backend();
   Worker w(be);
