@@ -51,9 +51,12 @@ RgbaImage render_thumbnail(const Mesh& mesh, int size) {
     float L[3] = {-0.45f, 0.65f, -0.6f};
     const float ln = std::sqrt(L[0] * L[0] + L[1] * L[1] + L[2] * L[2]);
     for (float& x : L) x /= ln;
-    const float base[3] = {0.80f, 0.82f, 0.88f};
+    const bool painted = mesh.colors.size() == mesh.positions.size();  // vertex colours: each face their mean
     for (const auto& t : mesh.triangles) {
       if (t[0] >= v.size() || t[1] >= v.size() || t[2] >= v.size()) continue;
+      float base[3] = {0.80f, 0.82f, 0.88f};
+      if (painted)
+        for (int k = 0; k < 3; ++k) base[k] = (mesh.colors[t[0]][k] + mesh.colors[t[1]][k] + mesh.colors[t[2]][k]) / 3.f;
       const auto &a = v[t[0]], &bb = v[t[1]], &cc = v[t[2]];
       // Face normal in view space (screen y points down: flip it back).
       const float e1[3] = {bb[0] - a[0], -(bb[1] - a[1]), bb[2] - a[2]};

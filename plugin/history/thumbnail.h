@@ -1,6 +1,6 @@
 // History thumbnails, rendered in software (the plugin API has no off-screen GL render target): a z-buffered,
-// 2x supersampled, two-sided Lambert rasteriser with a fixed three-quarter view. Runs on any thread (the worker
-// renders it right after a job), plus PNG read/write through stb.
+// 2x supersampled, two-sided Lambert rasteriser (vertex colours when the mesh has them) with a fixed three-quarter
+// view. Runs on any thread (the worker renders it right after a job), plus PNG read/write through stb.
 #pragma once
 #include "worker/job.h"
 

@@ -358,6 +358,14 @@ TEST(AiThumbnail, RendersTheShapeOverTheBackground) {
   EXPECT_EQ(back.rgba, img.rgba);
   // An empty mesh is just background, not a crash.
   EXPECT_EQ(render_thumbnail(Mesh{}, 16).rgba.size(), 16u * 16u * 4u);
+  // A painted mesh shows its vertex colour (a red chair's thumbnail is red, not the default grey-blue).
+  Mesh red = box_mesh(2, 0.5f, 1.f, 0.3f);
+  red.colors.assign(red.positions.size(), Vec3{0.6f, 0.02f, 0.02f});
+  const RgbaImage red_img = render_thumbnail(red, 64);
+  const uint8_t* rc = &red_img.rgba[(32 * 64 + 32) * 4];
+  EXPECT_GT(int(rc[0]), int(rc[1]) + 60);
+  EXPECT_GT(int(rc[0]), int(rc[2]) + 60);
+  EXPECT_LT(std::abs(int(centre[0]) - int(centre[2])), 40);  // the unpainted box stays grey-blue
 }
 
 TEST(AiHistory, SaveReopenPlaceExportDelete) {
