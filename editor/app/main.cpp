@@ -234,6 +234,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   EditorUI ui(doc, host, renderer);
+  SettingsStore ui_settings((fs::path(config_dir()) / "editor.json").string());  // the editor's own layout
+  ui.use_settings(&ui_settings);
   const char* gl_renderer = reinterpret_cast<const char*>(glGetString(GL_RENDERER));
   const char* gl_version = reinterpret_cast<const char*>(glGetString(GL_VERSION));
   ui.set_backend_name(std::string("OpenGL ") + (gl_version ? gl_version : "?") + " / " + (gl_renderer ? gl_renderer : "?"));

@@ -71,6 +71,11 @@ void EditorUI::run_guarded(const std::string& what, const std::function<void()>&
   }
 }
 
+void EditorUI::use_settings(SettingsStore* s) {
+  settings_ = s;
+  if (s) sidebar_frac_ = sidebar_frac_saved_ = std::clamp(s->get("sidebar_fraction", sidebar_frac_), 0.2f, 0.85f);
+}
+
 void EditorUI::apply_script_mouse() {
   if (!script_mouse) return;
   ImGuiIO& io = ImGui::GetIO();
@@ -535,6 +540,11 @@ void EditorUI::plugin_sidebar() {
   ImGui::SetNextWindowSizeConstraints(ImVec2(right_w_, avail * 0.2f), ImVec2(right_w_, avail * 0.85f));
   const bool open = ImGui::Begin("Plugins###sidebar", nullptr, kPanelFlags & ~ImGuiWindowFlags_NoResize);
   if (avail > 0.f) sidebar_frac_ = std::clamp(ImGui::GetWindowHeight() / avail, 0.2f, 0.85f);
+  // remembered once the drag is over (not every frame of it; pixel rounding alone does not count)
+  if (settings_ && !ImGui::IsMouseDown(ImGuiMouseButton_Left) && std::abs(sidebar_frac_ - sidebar_frac_saved_) > 0.005f) {
+    settings_->set("sidebar_fraction", sidebar_frac_);
+    sidebar_frac_saved_ = sidebar_frac_;
+  }
   if (!open) {
     ImGui::End();
     return;

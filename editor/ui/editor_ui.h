@@ -2,6 +2,7 @@
 // below; plugin sidebar + Properties right; status bar), keyboard shortcuts, viewport camera/picking/gizmo input,
 // file dialogs (path prompts), drag-and-drop import, and the viewport render into the Renderer's framebuffer.
 #pragma once
+#include "core/settings.h"
 #include "gizmo.h"
 #include "plugin_host/plugin_host.h"
 #include "render/renderer.h"
@@ -19,6 +20,8 @@ class EditorUI {
   void frame(float dt_seconds);
 
   void set_backend_name(std::string s) { backend_ = std::move(s); }
+  // Layout remembered across sessions (the plugin sidebar's height): read now, written when it changes.
+  void use_settings(SettingsStore* s);
   Camera& camera() { return camera_; }
   RenderOptions& options() { return options_; }
   Gizmo& gizmo() { return gizmo_; }
@@ -76,6 +79,8 @@ class EditorUI {
   // layout rects
   float menu_h_ = 20.f, status_h_ = 24.f, left_w_ = 250.f, right_w_ = 330.f, output_h_ = 150.f;
   float sidebar_frac_ = 0.55f;  // share of the right column's height the plugin sidebar takes (its bottom edge drags)
+  float sidebar_frac_saved_ = 0.55f;
+  SettingsStore* settings_ = nullptr;
   glm::vec2 vp_origin_{0.f}, vp_size_{640.f, 480.f};
 
   // explorer

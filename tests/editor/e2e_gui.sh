@@ -63,7 +63,8 @@ if ls "$T" | grep -q '\.tmp'; then
 fi
 
 # The plugin sidebar's bottom edge drags (the Properties panel takes the rest): at 1000x700 the column is 656 px
-# high and the edge at 20 + 0.55 x 656; 100 px down makes the sidebar 0.70 of the column.
+# high and the edge at 20 + 0.55 x 656; 100 px down makes the sidebar 0.70 of the column. (The runs above leave the
+# sidebar alone, so it starts at the default 0.55.)
 cat > "$T/split.json" <<JSON
 [
   {"do": "wait_for", "condition": "frames", "value": 3},
@@ -75,6 +76,11 @@ cat > "$T/split.json" <<JSON
 ]
 JSON
 "$XV" "$BIN" --no-plugins --size 1000x700 --script "$T/split.json"
+# ... and the next session opens with the sidebar as it was left (editor.json in the config directory)
+echo '[{"do": "wait_for", "condition": "frames", "value": 3}, {"do": "expect", "sidebar_fraction": 0.702, "tolerance": 0.01}]' \
+  > "$T/split2.json"
+"$XV" "$BIN" --no-plugins --size 1000x700 --script "$T/split2.json"
+grep -q sidebar_fraction "$CUBEFORGE_CONFIG_DIR/editor.json"
 
 # A failing action: non-zero exit and a message naming the action.
 echo '[{"do": "select", "name": "Nope"}]' > "$T/bad.json"
