@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cmath>
-#include <cstdarg>
 #include <cstdio>
 #include <filesystem>
 
@@ -50,8 +49,7 @@ std::string ms_text(double ms) {
 bool key_pressed(ImGuiKey k) { return ImGui::IsKeyPressed(ImGui::GetKeyIndex(k), false); }
 
 // "variation 2/4" while the CPU decodes (or meshes) them one after the other, "4 variations" while a GPU batch
-// decodes them together; empty for a single shape.
-// "4 variations" while they decode together, else "variation 2/4" ("v2/4" when short)
+// decodes them together ("v2/4" / "x4" in the short form); empty for a single shape.
 std::string variations_label(const JobProgress& p, bool short_form = false) {
   if (p.variations <= 1) return {};
   char b[48];
@@ -62,27 +60,20 @@ std::string variations_label(const JobProgress& p, bool short_form = false) {
   return b;
 }
 
-// The first of the texts that fits the width left on this line (the last one otherwise): a progress bar's label
-// must not run past the sidebar's edges, whatever the sidebar's width.
-std::string first_fitting(std::initializer_list<std::string> texts) {
-  const float room = ImGui::GetContentRegionAvail().x - 2.f * ImGui::GetStyle().FramePadding.x;
-  std::string last;
-  for (const std::string& t : texts) {
-    if (ImGui::CalcTextSize(t.c_str()).x <= room) return t;
-    last = t;
+// Labels from the most to the least detailed, in fixed buffers (no allocation per frame); first_fitting() picks the
+// first that fits the width left on this line (else the last): a progress bar's label must not run past the
+// sidebar's edges, whatever the sidebar's width.
+struct LabelChoices {
+  char text[4][160];
+  int n = 0;
+  char* next() { return text[n++]; }
+  const char* first_fitting() const {
+    const float room = ImGui::GetContentRegionAvail().x - 2.f * ImGui::GetStyle().FramePadding.x;
+    for (int i = 0; i + 1 < n; ++i)
+      if (ImGui::CalcTextSize(text[i]).x <= room) return text[i];
+    return n > 0 ? text[n - 1] : "";
   }
-  return last;
-}
-
-std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-std::string format(const char* fmt, ...) {
-  char b[200];
-  va_list ap;
-  va_start(ap, fmt);
-  std::vsnprintf(b, sizeof b, fmt, ap);
-  va_end(ap);
-  return b;
-}
+};
 
 // The variation count: off (shown as 1) with greedy decoding, which makes the same shape every time.
 bool variations_control(FormSettings& f) {
@@ -415,49 +406,51 @@ void Panel::run_section() {
       ImGui::TextColored(kDim, "The model is still loading; a job started now waits for it.");
     return;
   }
-  std::string overlay;
+  LabelChoices label;
+  constexpr size_t kLen = sizeof label.text[0];
   float frac = 0.f;
   const JobProgress& p = j->progress;
   const std::string vl = variations_label(p), vs = variations_label(p, true);
-  const std::string vl_gap = vl.empty() ? "" : "  ", vs_gap = vs.empty() ? "" : " ";
+  const char* vl_gap = vl.empty() ? "" : "  ";
+  const char* vs_gap = vs.empty() ? "" : " ";
   switch (j->state) {
     case JobState::Queued:
       if (c_.model().state == ModelStatus::State::Loading)
-        overlay = format("Waiting for the model (%.0f%%)", double(c_.model().fraction * 100.f));
+        std::snprintf(label.next(), kLen, "Waiting for the model (%.0f%%)", double(c_.model().fraction * 100.f));
       else
-        overlay = "Queued";
+        std::snprintf(label.next(), kLen, "Queued");
       break;
     case JobState::Loading:
       frac = p.load_fraction;
-      overlay = "Loading " + p.stage;
+      std::snprintf(label.next(), kLen, "Loading %s", p.stage.c_str());
       break;
     case JobState::Generating:
       frac = p.tokens_total > 0 ? float(p.tokens_done) / float(p.tokens_total) : 0.f;
-      if (p.tokens_done == 0)
-        overlay = "Encoding the prompt...";
-      else if (p.eta_ms >= 0)
-        overlay = first_fitting(
-            {format("%s%s%d/%d tokens  %.1f tok/s  ETA %.1f s", vl.c_str(), vl_gap.c_str(), p.tokens_done,
-                    p.tokens_total, p.tokens_per_s, p.eta_ms / 1000.0),
-             format("%s%s%d/%d tokens  ETA %.0f s", vl.c_str(), vl_gap.c_str(), p.tokens_done, p.tokens_total,
-                    p.eta_ms / 1000.0),
-             format("%s%s%d/%d  ETA %.0f s", vs.c_str(), vs_gap.c_str(), p.tokens_done, p.tokens_total,
-                    p.eta_ms / 1000.0),
-             format("%d/%d", p.tokens_done, p.tokens_total)});
-      else
-        overlay = first_fitting({format("%s%s%d/%d tokens", vl.c_str(), vl_gap.c_str(), p.tokens_done, p.tokens_total),
-                                 format("%s%s%d/%d", vs.c_str(), vs_gap.c_str(), p.tokens_done, p.tokens_total),
-                                 format("%d/%d", p.tokens_done, p.tokens_total)});
+      if (p.tokens_done == 0) {
+        std::snprintf(label.next(), kLen, "Encoding the prompt...");
+      } else if (p.eta_ms >= 0) {
+        std::snprintf(label.next(), kLen, "%s%s%d/%d tokens  %.1f tok/s  ETA %.1f s", vl.c_str(), vl_gap,
+                      p.tokens_done, p.tokens_total, p.tokens_per_s, p.eta_ms / 1000.0);
+        std::snprintf(label.next(), kLen, "%s%s%d/%d tokens  ETA %.0f s", vl.c_str(), vl_gap, p.tokens_done,
+                      p.tokens_total, p.eta_ms / 1000.0);
+        std::snprintf(label.next(), kLen, "%s%s%d/%d  ETA %.0f s", vs.c_str(), vs_gap, p.tokens_done, p.tokens_total,
+                      p.eta_ms / 1000.0);
+        std::snprintf(label.next(), kLen, "%d/%d", p.tokens_done, p.tokens_total);
+      } else {
+        std::snprintf(label.next(), kLen, "%s%s%d/%d tokens", vl.c_str(), vl_gap, p.tokens_done, p.tokens_total);
+        std::snprintf(label.next(), kLen, "%s%s%d/%d", vs.c_str(), vs_gap, p.tokens_done, p.tokens_total);
+        std::snprintf(label.next(), kLen, "%d/%d", p.tokens_done, p.tokens_total);
+      }
       break;
     case JobState::Meshing:
       frac = 1.f;
-      overlay = first_fitting({"Meshing" + std::string(vl.empty() ? "" : " ") + vl + ": " + p.stage,
-                               "Meshing" + std::string(vs.empty() ? "" : " ") + vs});
+      std::snprintf(label.next(), kLen, "Meshing%s%s: %s", vl.empty() ? "" : " ", vl.c_str(), p.stage.c_str());
+      std::snprintf(label.next(), kLen, "Meshing%s%s", vs.empty() ? "" : " ", vs.c_str());
       break;
     default:
-      overlay = to_string(j->state);
+      std::snprintf(label.next(), kLen, "%s", to_string(j->state));
   }
-  ImGui::ProgressBar(frac, ImVec2(-FLT_MIN, 0), overlay.c_str());
+  ImGui::ProgressBar(frac, ImVec2(-FLT_MIN, 0), label.first_fitting());
   if (ImGui::Button("Cancel  (Esc)", ImVec2(-FLT_MIN, 0))) c_.cancel();
   if (p.variations > 1) {
     ImGui::PushStyleColor(ImGuiCol_Text, kDim);
@@ -505,8 +498,11 @@ void Panel::latency_section() {
       ImGui::TextWrapped("%s", v.c_str());
     };
     char b[96];
-    row("Job", "#" + std::to_string(r->job) + " " + r->state +
-                   (r->variations > 1 ? " (" + std::to_string(r->variations) + " variations)" : ""));
+    if (r->variations > 1)
+      std::snprintf(b, sizeof b, "#%" PRIu64 " %s (%d variations)", r->job, r->state.c_str(), r->variations);
+    else
+      std::snprintf(b, sizeof b, "#%" PRIu64 " %s", r->job, r->state.c_str());
+    row("Job", b);
     row("Time to first token", ms_text(r->ttft_ms));
     row("Time to first preview", ms_text(r->first_preview_ms));
     std::snprintf(b, sizeof b, "%.2f / %.2f / %.2f ms", r->tpot_ms.p50, r->tpot_ms.p95, r->tpot_ms.max);

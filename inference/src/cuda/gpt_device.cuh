@@ -177,13 +177,14 @@ __device__ __forceinline__ void split_store(bf16* hi, bf16* lo, size_t i, float 
   lo[i] = __float2bfloat16_rn(v - __bfloat162float(h));
 }
 
+// A 128-byte line into L2 (no registers, nothing waits for it).
+__device__ __forceinline__ void prefetch_l2(const void* ptr) { asm volatile("prefetch.global.L2 [%0];" ::"l"(ptr)); }
+
 // Cross-block arrival (one thread, after a block barrier that orders the block's partial writes before its fence,
 // which is cumulative): makes the block's writes visible to the block that arrives last, adds 1 to *cnt and returns
 // the old count. arrival_acquire(): the last arriver's view of every other block's writes (then a block barrier
 // before the other threads read them). Session 10 measured fence.acq_rel.gpu and atom.add.acq_rel.gpu in place of
 // membar.gl + a relaxed atomic: TPOT equal within 0.1% (docs/cuda-gpt-notes.md).
-// A 128-byte line into L2 (no registers, nothing waits for it).
-__device__ __forceinline__ void prefetch_l2(const void* ptr) { asm volatile("prefetch.global.L2 [%0];" ::"l"(ptr)); }
 __device__ __forceinline__ void arrival_release() { __threadfence(); }
 __device__ __forceinline__ void arrival_acquire() { __threadfence(); }
 __device__ __forceinline__ unsigned arrive(unsigned* cnt) {
