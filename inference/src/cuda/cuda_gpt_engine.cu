@@ -226,15 +226,6 @@ struct CudaGptEngine::Impl {
   bool mlp_on = false;
   float* mlp_part = nullptr;
   unsigned long long* mlp_ctr = nullptr;
-  // Session 18: the qkv after a fused MLP polls the MLP reducers' flags (mlp_ready, one per reducer) instead of
-  // waiting for the MLP grid to end (gemv_handoff); measurement knob CUBEFORGE_GPT_QKV_FLAG.
-  bool qkv_flag = false;
-  // Session 18: the top-p threshold search's ways per round (topp_kernel; same tokens for each); measurement knob
-  // CUBEFORGE_GPT_TOPP_WAYS (2, 4 or 8).
-  int topp_ways = 2;
-  unsigned long long* mlp_ready = nullptr;
-  int mlp_k = 0;          // fused MLP launches so far in the step being enqueued (the flags' tag)
-  int prev_mlp_n = -1;    // the launch just enqueued was a fused MLP with this many reducers (else -1)
   int mlp_nred_env = -1;  // measurement knob CUBEFORGE_GPT_MLP_NRED (mlp_reducers)
   int mlp_slots_env = 0, mlp_pre_env = -1;
   bool mlp_wide = true;  // measurement knob CUBEFORGE_GPT_MLP_WIDE=0: the one-prompt kernel at 3-8 rows too
@@ -528,8 +519,6 @@ struct CudaGptEngine::Impl {
       mlp_part = dalloc<float>((size_t)(D / 8) * MLP_NB * Rmax * 8);
       mlp_ctr = dalloc<unsigned long long>(1);
       CF_CUDA(cudaMemset(mlp_ctr, 0, sizeof(unsigned long long)));
-      mlp_ready = dalloc<unsigned long long>(MLP_NB);
-      CF_CUDA(cudaMemset(mlp_ready, 0, MLP_NB * sizeof(unsigned long long)));
       size_t m = 0;
       for (int r = 1; r <= Rmax; ++r) m = std::max(m, mlp_smem(r, mlp_slots(r)));
       for (MlpKernel k : kMlpKernels)
@@ -613,16 +602,8 @@ struct CudaGptEngine::Impl {
   void block_step(const LayerW& w, bf16* k_l, bf16* v_l, int T, int coff, int maxs, bool attn, const float* add2,
                   float* save_y) {
     const bool pdl = opts.pdl;
-    const int after_mlp_n = prev_mlp_n;  // this block's first launch follows a fused MLP
-    prev_mlp_n = -1;
     if (attn) {
       GemvParams q = base_params();
-      if (qkv_flag && after_mlp_n > 0) {
-        q.ready = mlp_ready;
-        q.ready_n = after_mlp_n;
-        q.ready_k = mlp_k - 1;
-        q.dyn = dyn;
-      }
       q.W = w.x_qkv;
       q.N = 3 * D;
       q.bias = w.x_vb;
@@ -675,15 +656,7 @@ struct CudaGptEngine::Impl {
       m.pre = mlp_pre_env >= 0 ? std::min(mlp_pre_env, m.nst) : m.nst;
       m.spin_limit = 1ull << 24;
       m.nred = mlp_reducers(R);
-      if (qkv_flag) {
-        m.ready = mlp_ready;
-        m.ready_k = mlp_k;
-        m.dyn = dyn;
-      }
       launch(mlp_kernel_for(R), dim3(MLP_NB), dim3(MLP_THREADS), mlp_smem(R, m.nst), stream, pdl, m);
-      ++mlp_k;
-      // reducers: the one-prompt kernel's last nred blocks, every block of the others
-      prev_mlp_n = mlp_kernel_for(R) == kMlpKernels[0] ? m.nred : MLP_NB;
       return;
     }
     GemvParams g = base_params();
@@ -709,8 +682,6 @@ struct CudaGptEngine::Impl {
   void enqueue_step(const StepKind& k) {
     const bool pdl = opts.pdl;
     kseq = 0;
-    mlp_k = 0;
-    prev_mlp_n = -1;
     single_now = false;
     step0_now = k.step0;
     if (k.step0) {  // x = BOS embedding in every row (plain launch: nothing before it in the stream is a kernel)
@@ -744,8 +715,7 @@ struct CudaGptEngine::Impl {
     GemvLm::run(p, stream, pdl, nsm);
     if (k.topp) {
       ToppParams t = {ctl, dyn, guided, wte, x, stats, tokens, h_tokens_dev, tl_slot("topp")};
-      const auto topp = topp_ways == 8 ? topp_kernel<8> : topp_ways == 4 ? topp_kernel<4> : topp_kernel<2>;
-      launch(topp, dim3(P), dim3(TOPP_THREADS), 0, stream, pdl, t);
+      launch(topp_kernel, dim3(P), dim3(TOPP_THREADS), 0, stream, pdl, t);
     }
     if (!k.step0) kseq_graph = kseq;
   }
@@ -809,7 +779,8 @@ struct CudaGptEngine::Impl {
     }
     std::fprintf(stderr, "timeline: one step (1-step graph, %d rows, %s, pos %d, %d replays): %d kernels, first start "
                  "-> last end %.1f us\n", R, topp ? "top-p" : "argmax", mid, reps, nk, total / reps / 1000.0);
-    // handoff: the predecessor's last block end -> this kernel's first return from its wait (the boundary's lag)
+    // handoff: the predecessor's last block end -> this kernel's first return from its wait (session 18: 0.5-0.8 us
+    // at every boundary of the one-prompt step, so the boundaries themselves are not where the step's time goes)
     std::fprintf(stderr, "timeline: %-9s %4s %10s %12s %12s %12s %12s %12s\n", "kernel", "n", "span us",
                  "increment us", "sum incr us", "early us", "wait-lag us", "handoff us");
     for (const auto& nm : order) {
@@ -954,7 +925,6 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
   m.diag_l2w = (opts.variant & kVarL2Weights) != 0;   // diagnostics, timing only: every GEMV reads the same 2 MB
   m.diag_tl = (opts.variant & kVarTimeline) != 0;
   if (const char* qs = std::getenv("CUBEFORGE_GPT_QKV_SM_ROWS")) m.qkv_sm_rows = std::atoi(qs);
-  if (const char* tw = std::getenv("CUBEFORGE_GPT_TOPP_WAYS")) m.topp_ways = std::atoi(tw);
   if (opts.verbose)
     std::fprintf(stderr, "cubeforge cuda: decode GEMVs: one-round qkv (and gate-up / down-proj where the MLP is not "
                          "fused) at <= 8 rows, persistent otherwise; %s weights, activations %s; L2 %d MB%s%s\n",
@@ -976,7 +946,6 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
       if (const char* pr = std::getenv("CUBEFORGE_GPT_MLP_PRE")) m.mlp_pre_env = std::atoi(pr);
       if (const char* wd = std::getenv("CUBEFORGE_GPT_MLP_WIDE")) m.mlp_wide = std::string(wd) != "0";
       if (const char* nr = std::getenv("CUBEFORGE_GPT_MLP_NRED")) m.mlp_nred_env = std::atoi(nr);
-      if (const char* qf = std::getenv("CUBEFORGE_GPT_QKV_FLAG")) m.qkv_flag = std::string(qf) != "0";
       int occ = 0;
       CF_CUDA(cudaFuncSetAttribute(mlp_kernel<true, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    (int)mlp_smem(m.Rmax, m.mlp_slots(m.Rmax))));

@@ -29,30 +29,13 @@ struct Ctl {
   unsigned long long seed;
   int forced_tok[MAXP];
 };
-// Written by kernels: the position (decode step index), the last-block counters and the step epoch (+1 per decode
-// step with the position, never reset: it tags the MLP -> qkv flags, mlp_ready_tag).
+// Written by kernels: the position (decode step index) and the last-block counters.
 struct Dyn {
   int pos;
   unsigned cnt_lm;
   unsigned cnt_topp;
-  unsigned epoch;
+  unsigned pad;
 };
-__device__ __forceinline__ unsigned long long ld_acquire_u64(const unsigned long long* p) {
-  unsigned long long v;
-  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
-}
-// The end of a decode step, by the one thread that picked its tokens: the next position and the next epoch.
-__device__ __forceinline__ void advance_step(Dyn* dyn, int pos) {
-  dyn->pos = pos + 1;
-  dyn->epoch = dyn->epoch + 1;
-}
-// Session 18: the qkv GEMV after a fused MLP may poll the MLP reducers' flags instead of griddepcontrol.wait. Flag
-// value of the step's MLP launch k at epoch e (k < 255; never 0, the flags' initial value), so a flag left by an
-// earlier launch or step never matches.
-__device__ __forceinline__ unsigned long long mlp_ready_tag(unsigned epoch, int k) {
-  return ((unsigned long long)epoch << 8) + (unsigned long long)k + 1ull;
-}
 
 enum Epi { EPI_QKV = 0, EPI_RESID = 1, EPI_SWIGLU = 2, EPI_LMHEAD = 3 };
 

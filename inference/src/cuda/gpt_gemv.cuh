@@ -45,38 +45,7 @@ struct GemvParams {
   int act_smem;        // non-LN input staged in shared memory (else read from L2 per chunk)
   unsigned long long wmask;  // diagnostics only (timing): weight element offsets & wmask (0: off)
   unsigned long long* tl;    // diagnostics only: this kernel's timeline stamps (TlStamp) or null
-  // LN GEMVs right after a fused MLP (the qkv): its reducers' flags [ready_n], polled for mlp_ready_tag(epoch,
-  // ready_k) instead of griddepcontrol.wait (gemv_handoff); null: the wait. Needs dyn (the epoch).
-  const unsigned long long* ready;
-  int ready_n;
-  int ready_k;
 };
-
-// A GEMV's handoff point (pdl_handoff). With p.ready the predecessor is a fused MLP whose reducers each raise a flag
-// once their outputs are written (gpt_mlp.cuh): warp 0 polls those flags (acquire) instead of waiting for the whole
-// MLP grid to end and flush, so the GEMV starts as soon as the last reducer's writes are visible (session 18). Only
-// the MLP's outputs are read after this point; everything else the GEMV reads was written before the MLP's own
-// griddepcontrol.wait returned.
-__device__ __forceinline__ void gemv_handoff(const GemvParams& p, const TlStamp& tls) {
-  if (!p.ready) {
-    pdl_handoff(tls);
-    return;
-  }
-  if (threadIdx.x < 32) {
-    const unsigned long long tag = mlp_ready_tag(__ldcg(&p.dyn->epoch), p.ready_k);
-    unsigned long long n = 0;
-    for (;;) {
-      bool ok = true;
-      for (int i = threadIdx.x; i < p.ready_n; i += 32) ok = ok && ld_acquire_u64(p.ready + i) == tag;
-      if (__all_sync(0xffffffffu, ok)) break;
-      if (++n > (1ull << 24)) __trap();  // a reducer never wrote its flag: fail loudly instead of hanging
-    }
-    arrival_acquire();
-  }
-  __syncthreads();
-  tls.waited();
-  pdl_trigger();
-}
 
 // GEMV epilogues on the reduced tile outs[16][NT] (rows x outputs n0..n0+NT-1), run by the NW * 32 compute threads.
 template <int NTILE, int NW, int EPI>
@@ -200,7 +169,7 @@ __device__ __forceinline__ void gemv_epilogue(const GemvParams& p, float* outs, 
         __syncthreads();
         if (threadIdx.x == 0) {
           p.dyn->cnt_lm = 0;
-          advance_step(p.dyn, pos);
+          p.dyn->pos = pos + 1;
         }
       }
     }
@@ -471,7 +440,7 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
   if constexpr (PIPE == 1)
     if (t + (int)gridDim.x < total)
       gemv_load_w<K, NTILE, NW, KSPLIT>(wb, p.W, p.N, t + gridDim.x, warp, g, t4, pol, p.blocked, p.wmask);
-  gemv_handoff(p, tls);
+  pdl_handoff(tls);
 
   extern __shared__ __align__(16) unsigned char smem[];
   const int R = p.R;
@@ -654,7 +623,7 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
   for (int j = 0; j < NR; ++j)
     if ((int)blockIdx.x + j * G < total)
       gemv_load_w<K, NTILE, NW, KSPLIT>(w[j], p.W, p.N, blockIdx.x + j * G, warp, g, t4, pol, p.blocked, p.wmask);
-  gemv_handoff(p, tls);
+  pdl_handoff(tls);
 
   const int R = p.R;
   const bf16* act = reinterpret_cast<const bf16*>(smem);

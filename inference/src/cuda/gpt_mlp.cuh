@@ -35,9 +35,6 @@ struct MlpParams {
   int pre;                    // stages requested before griddepcontrol.wait (<= nst)
   unsigned long long spin_limit;  // polls of the final wait before the kernel traps (a block never arrived)
   int nred;                   // the last nred blocks to arrive sum the partials, the others leave (mlp_reducers)
-  unsigned long long* ready;  // null, or one flag per reducer, set to mlp_ready_tag(epoch, ready_k) once its
-  int ready_k;                // outputs are written (the next qkv polls them: gemv_handoff)
-  const Dyn* dyn;             // the epoch (with ready)
 };
 
 // Load-time conversion of the fp32 down-proj [D][F] into the hidden-slice layout (mlp_dn_off).
@@ -56,6 +53,11 @@ __host__ __device__ constexpr size_t mlp_smem(int R, int nst) {
 
 __device__ __forceinline__ void mlp_consumer_sync() {
   asm volatile("bar.sync 1, %0;" ::"n"(MLP_CW * 32) : "memory");
+}
+__device__ __forceinline__ unsigned long long ld_acquire_u64(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
 }
 
 // M16: more than 8 rows (two MMAs per weight fragment, hi and lo parts apart); else the lo parts ride in MMA rows
@@ -130,10 +132,6 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
     const int ng = (b + MLP_NB < D / 8) ? 2 : 1;
     if (tid < ng * RO) bias = bf(p.bdn[(b + (tid / RO) * MLP_NB) * 8 + tid % 8]);
   }
-  // the epoch, for the flag (written at the end of the previous step, many kernels back; kept in shared memory, not
-  // in a register through the whole kernel)
-  __shared__ unsigned epoch_s;
-  if (p.ready && tid == 0) epoch_s = __ldcg(&p.dyn->epoch);
   pdl_handoff(tls);
   // WIDE: 4 items of 8 columns per thread in flight (at 8 rows one L2 round trip instead of four)
   gemv_ln_prologue<D, MLP_CW + 1, (WIDE ? 4 : M16 ? 2 : 1)>(p.g, act, st, R);
@@ -333,16 +331,6 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
   if (tid < ng * R) {
     const int gi = tid / R, r = tid % R;
     reinterpret_cast<float2*>(p.g.stats_out)[(size_t)r * NSLOT + j + gi * nred] = ln_stats8(xs + gi * RO + r * 8);
-  }
-  // this reducer's outputs (residual and LN stats) are written: its flag (the barrier orders the block's writes
-  // before thread 0's fence, which is cumulative; then a plain store the poller reads with acquire)
-  if (p.ready) {
-    __syncthreads();
-    if (tid == 0) {
-      __threadfence();
-      asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p.ready + j), "l"(mlp_ready_tag(epoch_s, p.ready_k))
-                   : "memory");
-    }
   }
 }
 

@@ -20,12 +20,7 @@ struct ToppParams {
 };
 
 constexpr int TOPP_THREADS = 1024, TOPP_PER = 16;  // 16384 logits
-// WAYS: the threshold search splits its interval into WAYS parts per round (2: bisection, ~30 rounds; 4: ~15). Every
-// candidate's G is the same sum in the same order as the bisection's, and G does not grow with the threshold, so
-// every WAYS finds the same threshold (the smallest one whose G <= top_p): the same tokens (session 18).
-template <int WAYS>
 __global__ void __launch_bounds__(TOPP_THREADS) topp_kernel(const ToppParams tp) {
-  static_assert(WAYS >= 2 && WAYS <= 32, "candidates per round: one lane each");
   const TlStamp tls(tp.tl);
   const Ctl* ctl = tp.ctl;
   const int pv = blockIdx.x, V = ctl->vocab;
@@ -81,59 +76,11 @@ __global__ void __launch_bounds__(TOPP_THREADS) topp_kernel(const ToppParams tp)
   };
   float thr = pmax;
   if (G(pmax) <= top_p) {
-    // the smallest bit pattern in [lo, hi] whose G <= top_p (true at hi)
     unsigned lo = 0, hi = __float_as_uint(pmax);
-    if constexpr (WAYS == 2) {
-      while (lo < hi) {
-        const unsigned mid = lo + (hi - lo) / 2;
-        if (G(__uint_as_float(mid)) <= top_p) hi = mid;
-        else lo = mid + 1;
-      }
-    } else {
-      // WAYS - 1 candidates per round; per candidate the sums of G (thread, xor butterfly, warps in order); lane j
-      // of warp 0 finishes candidate j and the first candidate with G <= top_p bounds the next interval. Two
-      // alternating buffers: one barrier pair per round.
-      constexpr int NC = WAYS - 1;
-      __shared__ float gs[2][NC][TOPP_THREADS / 32];
-      __shared__ int first_s[2];
-      const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-      int buf = 0;
-      while (lo < hi) {
-        float sj[NC];
-#pragma unroll
-        for (int j = 0; j < NC; ++j) {
-          const float v = __uint_as_float(lo + (unsigned)((unsigned long long)(hi - lo) * (j + 1) / WAYS));  // < hi
-          float s = 0.f;
-#pragma unroll
-          for (int i = 0; i < TOPP_PER; ++i) s += (lg[i] >= v) ? lg[i] : 0.f;
-#pragma unroll
-          for (int o = 16; o > 0; o >>= 1) s = s + __shfl_xor_sync(0xffffffffu, s, o);
-          sj[j] = s;
-        }
-        if (lane == 0)
-#pragma unroll
-          for (int j = 0; j < NC; ++j) gs[buf][j][warp] = sj[j];
-        __syncthreads();
-        if (warp == 0) {
-          bool ok = false;
-          if (lane < NC) {
-            float g = 0.f;
-#pragma unroll
-            for (int w = 0; w < TOPP_THREADS / 32; ++w) g = g + gs[buf][lane][w];
-            ok = g <= top_p;
-          }
-          const unsigned bal = __ballot_sync(0xffffffffu, ok);
-          if (lane == 0) first_s[buf] = bal ? __ffs(bal) - 1 : NC;
-        }
-        __syncthreads();
-        // candidate f (0-based) is lo + span (f + 1) / WAYS, recomputed rather than indexed at run time
-        const int f = first_s[buf];
-        const unsigned long long span = hi - lo;
-        const unsigned l0 = lo;
-        if (f > 0) lo = l0 + (unsigned)(span * f / WAYS) + 1;
-        if (f < NC) hi = l0 + (unsigned)(span * (f + 1) / WAYS);
-        buf ^= 1;
-      }
+    while (lo < hi) {
+      const unsigned mid = lo + (hi - lo) / 2;
+      if (G(__uint_as_float(mid)) <= top_p) hi = mid;
+      else lo = mid + 1;
     }
     thr = __uint_as_float(lo);
   }
@@ -196,7 +143,7 @@ __global__ void __launch_bounds__(TOPP_THREADS) topp_kernel(const ToppParams tp)
   __syncthreads();
   if (last && threadIdx.x == 0) {
     tp.dyn->cnt_topp = 0;
-    advance_step(tp.dyn, pos);
+    tp.dyn->pos = pos + 1;
   }
 }
 
