@@ -364,7 +364,7 @@ struct CudaShapeEngine::Impl {
     });
   }
   void head(const bf16* q0, long rows, float* out, const PointSet& ps, float* vals, uint32_t* bts) {
-    const unsigned b = blocks_for(size_t(rows), 8);
+    const unsigned b = blocks_for(size_t(rows), 8 * kHeadRows);  // 8 warps of kHeadRows rows
     rows_dispatch([&](auto cpl, auto full) {
       head_kernel<decltype(cpl)::value, decltype(full)::value><<<b, 256, 0, stream>>>(
           q0, rows, eps, lnf_w, lnf_b, head_w, head_b, out, ps, vals, bts, W);

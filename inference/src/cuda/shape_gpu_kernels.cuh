@@ -44,13 +44,27 @@ __device__ __forceinline__ uint4 pack8(const float (&f)[8]) {
   return u;
 }
 
+// 16-byte global -> shared copy that does not hold a register while in flight (cp.async, L2 only), and its fences.
+__device__ __forceinline__ void cp_async16(void* smem_dst, const void* src) {
+  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(smem_dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+
 // ---- attention ---------------------------------------------------------------------------------------------------
 // O[p, h*HD + d] = softmax_j(scale * Q_h[p] . K_h[j]) V_h[j][d] over j < Nkv, for p < P, every head h = blockIdx.y.
 // K: [H][Npad][HD] (row j of head h), Vt: [H][HD][Npad] (transposed), both zero beyond Nkv. Grid (ceil(P/128), H),
 // 256 threads; each warp owns 16 query rows (the 8 warps share each K/V tile: L2 reads per point halve vs 64 rows); online softmax in fp32 (exp2 with scale folded into scale_log2),
 // probabilities rounded to bf16 for the P.V product (as flash attention does).
 // HD (head dim) in {8, 16, 32, 64, 128}: Q.K^T runs ceil(HD/16) k-steps of m16n8k16 (HD 8: the upper half of the one
-// step is zero), P.V writes HD/8 n-tiles. HD 64 is the full-size model's instantiation (unchanged code).
+// step is zero), P.V writes HD/8 n-tiles. HD 64 is the full-size model's instantiation.
+// Session 18: up to HD 64 the K/V tiles are double-buffered and copied by cp.async, so tile t + 1 streams in while
+// tile t is multiplied (ncu, rb 8: this kernel was 24% of the occupancy network's time for 11% of its FLOPs, every
+// tile a synchronous load between two barriers). Same arithmetic in the same order: outputs bitwise unchanged.
 template <int HD>
 __global__ void __launch_bounds__(256) attention_kernel(const bf16* __restrict__ Q, int q_stride, int P,
                                                         const bf16* __restrict__ K, const bf16* __restrict__ Vt,
@@ -60,8 +74,9 @@ __global__ void __launch_bounds__(256) attention_kernel(const bf16* __restrict__
   constexpr int KS = (HD + 15) / 16;  // k-steps of Q.K^T
   constexpr int NO = HD / 8;          // n-tiles of the output
   constexpr bool kHalf = HD < 16;     // HD 8: columns 8..15 of the k-step are zero
-  __shared__ __align__(16) bf16 Ks[kAttnTile][HD + 8];
-  __shared__ __align__(16) bf16 Vs[HD][kAttnTile + 8];
+  constexpr int NBUF = HD <= 64 ? 2 : 1;  // HD 128: two buffers would pass the 48 KB of static shared memory
+  __shared__ __align__(16) bf16 Ksb[NBUF][kAttnTile][HD + 8];
+  __shared__ __align__(16) bf16 Vsb[NBUF][HD][kAttnTile + 8];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
   const int h = blockIdx.y;
   const long r0 = long(blockIdx.x) * kAttnRows + warp * 16 + g, r1 = r0 + 8;
@@ -81,26 +96,41 @@ __global__ void __launch_bounds__(256) attention_kernel(const bf16* __restrict__
   float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;
   const bf16* Kh = K + size_t(h) * Npad * HD;
   const bf16* Vh = Vt + size_t(h) * HD * Npad;
+  // tile n0 into buffer b: by cp.async (double buffering) or plain 16-byte loads and stores (one buffer)
+  auto copy16 = [](bf16* dst, const bf16* src) {
+    if constexpr (NBUF == 2) cp_async16(dst, src);
+    else *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
+  };
+  auto load_tile = [&](int b, int n0) {
+    for (int i = threadIdx.x; i < kAttnTile * HD / 8; i += blockDim.x) {
+      const int r = i / (HD / 8), c8 = (i % (HD / 8)) * 8;
+      copy16(&Ksb[b][r][c8], Kh + size_t(n0 + r) * HD + c8);
+    }
+    for (int i = threadIdx.x; i < HD * kAttnTile / 8; i += blockDim.x) {
+      const int r = i >> 3, c8 = (i & 7) * 8;
+      copy16(&Vsb[b][r][c8], Vh + size_t(r) * Npad + n0 + c8);
+    }
+    if constexpr (NBUF == 2) cp_async_commit();
+  };
+  if constexpr (NBUF == 2) load_tile(0, 0);
 
-  for (int n0 = 0; n0 < Nkv; n0 += kAttnTile) {
-    __syncthreads();
-    if constexpr (HD == kAttnTile) {
-      for (int i = threadIdx.x; i < kAttnTile * HD / 8; i += blockDim.x) {
-        const int r = i >> 3, c8 = (i & 7) * 8;
-        *reinterpret_cast<uint4*>(&Ks[r][c8]) = *reinterpret_cast<const uint4*>(Kh + size_t(n0 + r) * HD + c8);
-        *reinterpret_cast<uint4*>(&Vs[r][c8]) = *reinterpret_cast<const uint4*>(Vh + size_t(r) * Npad + n0 + c8);
+  for (int n0 = 0, t = 0; n0 < Nkv; n0 += kAttnTile, ++t) {
+    const int b = NBUF == 2 ? (t & 1) : 0;
+    if constexpr (NBUF == 2) {
+      // the next tile into the other buffer (its last readers passed the barrier at the end of the previous tile),
+      // then wait for this one
+      if (n0 + kAttnTile < Nkv) {
+        load_tile(b ^ 1, n0 + kAttnTile);
+        cp_async_wait<1>();
+      } else {
+        cp_async_wait<0>();
       }
     } else {
-      for (int i = threadIdx.x; i < kAttnTile * HD / 8; i += blockDim.x) {
-        const int r = i / (HD / 8), c8 = (i % (HD / 8)) * 8;
-        *reinterpret_cast<uint4*>(&Ks[r][c8]) = *reinterpret_cast<const uint4*>(Kh + size_t(n0 + r) * HD + c8);
-      }
-      for (int i = threadIdx.x; i < HD * kAttnTile / 8; i += blockDim.x) {
-        const int r = i >> 3, c8 = (i & 7) * 8;
-        *reinterpret_cast<uint4*>(&Vs[r][c8]) = *reinterpret_cast<const uint4*>(Vh + size_t(r) * Npad + n0 + c8);
-      }
+      load_tile(0, n0);
     }
     __syncthreads();
+    auto& Ks = Ksb[b];
+    auto& Vs = Vsb[b];
     float s[8][4];
 #pragma unroll
     for (int nt = 0; nt < 8; ++nt) {
@@ -170,6 +200,7 @@ __global__ void __launch_bounds__(256) attention_kernel(const bf16* __restrict__
         mma_bf16_16816(o[nt], pa0, pa1, pa2, pa3, b0, b1);
       }
     }
+    __syncthreads();  // every warp is done with buffer b before it is refilled
   }
   l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
   l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
@@ -412,38 +443,61 @@ __global__ void bias_act_kernel(bf16* __restrict__ y, long rows, int cols, const
 }
 
 // Occupancy head: logit = bf16(c_head(bf16(LN_affine(q0)))) as fp32. Written to out[p] (if out) or, for grid points,
-// to values[flat] with the point's evaluated bit set (if values). One warp per point (row kernel, see above).
+// to values[flat] with the point's evaluated bit set (if values). A warp computes kHeadRows consecutive rows one after
+// the other (row kernel, see above) with the LN affine and head weights held in registers, lane k keeps row k's logit,
+// and the lanes then write their rows' results together: one atomicOr per 32-bit word of evaluated bits (the lanes
+// of a word combined first) instead of one per point. Session 18 (ncu, rb 8: 7.4% of the occupancy network as one
+// warp per point with its weights reloaded per row); the same arithmetic per row, so the same values and bits.
+constexpr int kHeadRows = 32;
 template <int CPL, bool kFull>
 __global__ void head_kernel(const bf16* __restrict__ q0, long rows, float eps, const float* __restrict__ lw,
                             const float* __restrict__ lb, const float* __restrict__ hw, float hb, float* __restrict__ out,
                             PointSet ps, float* __restrict__ values, uint32_t* __restrict__ bits, int w) {
   CF_ROW_WIDTH();
-  const long row = long(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  const long base = (long(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5)) * kHeadRows;
   const int lane = threadIdx.x & 31;
-  if (row >= rows) return;
-  float v[CPL][8], mean, r;
-  row_load_bf16<CPL, kFull>(q0 + row * W, W, lane, v);
-  row_mean_rstd<CPL, kFull>(v, W, lane, eps, mean, r);
-  float acc = 0.0f;
+  if (base >= rows) return;
+  float wl[CPL][8], wb[CPL][8], wh[CPL][8];
 #pragma unroll
-  for (int c = 0; c < CPL; ++c) {
-    if (!CF_VEC_ON(c)) continue;
+  for (int c = 0; c < CPL; ++c)
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
       const int d = (c * 32 + lane) * 8 + e;
-      acc = fmaf(round_bf((v[c][e] - mean) * r * lw[d] + lb[d]), hw[d], acc);
+      const bool on = CF_VEC_ON(c);
+      wl[c][e] = on ? lw[d] : 0.0f;
+      wb[c][e] = on ? lb[d] : 0.0f;
+      wh[c][e] = on ? hw[d] : 0.0f;
     }
+  const int n = int(rows - base < kHeadRows ? rows - base : kHeadRows);
+  float mine = 0.0f;
+  for (int k = 0; k < n; ++k) {
+    const long row = base + k;
+    float v[CPL][8], mean, r;
+    row_load_bf16<CPL, kFull>(q0 + row * W, W, lane, v);
+    row_mean_rstd<CPL, kFull>(v, W, lane, eps, mean, r);
+    float acc = 0.0f;
+#pragma unroll
+    for (int c = 0; c < CPL; ++c) {
+      if (!CF_VEC_ON(c)) continue;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc = fmaf(round_bf((v[c][e] - mean) * r * wl[c][e] + wb[c][e]), wh[c][e], acc);
+    }
+    acc = warp_sum(acc);  // the same value in every lane
+    if (lane == k) mine = round_bf(acc + hb);
   }
-  acc = warp_sum(acc);
-  if (lane == 0) {
-    const float logit = round_bf(acc + hb);
-    if (out) out[row] = logit;
-    if (values) {
-      uint32_t i, j, k;
-      ps.ijk(size_t(row), i, j, k);
-      const uint32_t f = ps.flat(i, j, k);
-      values[f] = logit;
-      if (bits) atomicOr(bits + (f >> 5), 1u << (f & 31));
+  const long row = base + lane;
+  if (lane >= n) return;
+  if (out) out[row] = mine;
+  if (values) {
+    uint32_t i, j, k;
+    ps.ijk(size_t(row), i, j, k);
+    const uint32_t f = ps.flat(i, j, k);
+    values[f] = mine;
+    if (bits) {
+      const unsigned lanes = (n >= 32) ? 0xffffffffu : ((1u << n) - 1u);  // the lanes still here
+      const unsigned same = __match_any_sync(lanes, f >> 5);
+      const unsigned word_bits = __reduce_or_sync(same, 1u << (f & 31));
+      if (lane == __ffs(same) - 1) atomicOr(bits + (f >> 5), word_bits);
     }
   }
 }
