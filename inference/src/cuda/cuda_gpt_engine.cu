@@ -90,9 +90,7 @@ struct Gemv : GemvInput<K, LN> {
 // requested before griddepcontrol.wait. run() returns false (caller falls back to the persistent kernel) when the
 // launch does not fit: more rows, fewer resident blocks than total / MAXT, or a grid that is not a multiple of KSPLIT.
 // NSM (session 8): the last NSM items of a block are held in shared memory (bulk copies) instead of registers.
-// JOINT: all items' MMAs and one reduction per block (gemv1_kernel), launched with the fewest blocks that hold every
-// item (ceil(items / MAXT)), so that they can all be resident at once beside the fused MLP.
-template <int K, int NTILE, int NW, int KSPLIT, int EPI, int MAXT, int NSM = 0, bool JOINT = false>
+template <int K, int NTILE, int NW, int KSPLIT, int EPI, int MAXT, int NSM = 0>
 struct Gemv1 : GemvInput<K, EPI != EPI_RESID> {
   static constexpr int NT = 8 * NTILE;
   static constexpr bool LN = EPI != EPI_RESID;
@@ -101,18 +99,18 @@ struct Gemv1 : GemvInput<K, EPI != EPI_RESID> {
   static size_t smem(int R, bool act) {
     size_t s = LN ? act_bytes(R) + 16 * sizeof(float2) : (act ? act_bytes(R) : 0);
     const size_t ws = (NSM > 0 ? 16 : 0) + (size_t)NSM * (K / KSPLIT / (32 * NW)) * NTILE * NW * 32 * 16;  // mbarrier + weight items
-    return ws + s + (size_t)(JOINT ? MAXT : 1) * NW * NTILE * 128 * 4 + (size_t)MAXT * 16 * NT * 4 + 32 * 4;
+    return ws + s + (size_t)NW * NTILE * 128 * 4 + (size_t)MAXT * 16 * NT * 4 + 32 * 4;
   }
   static inline int occ = 0;  // resident blocks per SM at the largest launch (R = 8)
   static void prepare() {
     size_t m = 0;
     for (int r = 1; r <= 8; ++r) m = std::max(m, smem(r, act_smem(r)));
-    CF_CUDA(cudaFuncSetAttribute(gemv1_kernel<K, NTILE, NW, KSPLIT, EPI, MAXT, NSM, JOINT>,
+    CF_CUDA(cudaFuncSetAttribute(gemv1_kernel<K, NTILE, NW, KSPLIT, EPI, MAXT, NSM>,
                                  cudaFuncAttributeMaxDynamicSharedMemorySize, (int)m));
     occ = 0;
     for (int r = 1; r <= 8; ++r) {  // the smallest occupancy over the row counts it may serve
       int o = 0;
-      CF_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&o, gemv1_kernel<K, NTILE, NW, KSPLIT, EPI, MAXT, NSM, JOINT>,
+      CF_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&o, gemv1_kernel<K, NTILE, NW, KSPLIT, EPI, MAXT, NSM>,
                                                             NW * 32, smem(r, act_smem(r))));
       occ = r == 1 ? o : std::min(occ, o);
     }
@@ -121,12 +119,12 @@ struct Gemv1 : GemvInput<K, EPI != EPI_RESID> {
     // shared-memory items are bulk copies of whole 8-row groups of the blocked layout
     if (p0.R > 8 || occ < 1 || (NSM > 0 && (p0.N % NT || !p0.blocked))) return false;
     const int total = (p0.N + NT - 1) / NT * KSPLIT;
-    int grid = JOINT ? (total + MAXT - 1) / MAXT : std::min(total, nsm * occ);
+    int grid = std::min(total, nsm * occ);
     grid -= grid % KSPLIT;
     if (grid < 1 || (long)grid * MAXT < total) return false;
     GemvParams p = p0;
     p.act_smem = act_smem(p.R) ? 1 : 0;
-    launch(gemv1_kernel<K, NTILE, NW, KSPLIT, EPI, MAXT, NSM, JOINT>, dim3(grid), dim3(NW * 32), smem(p.R, p.act_smem != 0), s,
+    launch(gemv1_kernel<K, NTILE, NW, KSPLIT, EPI, MAXT, NSM>, dim3(grid), dim3(NW * 32), smem(p.R, p.act_smem != 0), s,
            pdl, p);
     return true;
   }
@@ -141,10 +139,6 @@ struct Gemv1 : GemvInput<K, EPI != EPI_RESID> {
 // register items.
 using Gemv1Qkv = Gemv1<D, 1, 8, 1, EPI_QKV, 3>;
 using Gemv1QkvSm = Gemv1<D, 1, 8, 1, EPI_QKV, 3, 1>;
-// Session 18 (measurement knob CUBEFORGE_GPT_QKV_ALL): 116 blocks of 5 items (2 in registers, 3 in shared memory,
-// 107 KB) so that all of them sit beside the fused MLP's blocks (with its ring at 4 slots) and request every weight
-// before the MLP ends; no second wave of qkv blocks after the MLP.
-using Gemv1QkvAll = Gemv1<D, 1, 8, 1, EPI_QKV, 5, 3, true>;
 using Gemv1Down = Gemv1<F, 1, 8, 4, EPI_RESID, 3>;  // 768 items (192 tiles x 4-way split-K) on 264 blocks
 // Session 8: gate/up as one round, 768 items of 16 outputs on 264 blocks: two in registers, the third (48 KB) in
 // shared memory (at R = 8: 110 KB per block, still two blocks per SM).
@@ -238,7 +232,6 @@ struct CudaGptEngine::Impl {
   // qkv with its third item in shared memory (Gemv1QkvSm) up to this many rows (measurement knob
   // CUBEFORGE_GPT_QKV_SM_ROWS; session 11 measured it at 8 rows +1%, before the fused MLP and the attention refactor)
   int qkv_sm_rows = 2;
-  int qkv_all_rows = 0;  // Gemv1QkvAll up to this many rows (CUBEFORGE_GPT_QKV_ALL); its MLP ring has 4 slots
   // The instantiation for r rows: M16 above 8 rows, WIDE above 2 (unless switched off), the one-prompt kernel else.
   using MlpKernel = void (*)(MlpParams);
   static constexpr MlpKernel kMlpKernels[3] = {mlp_kernel<false, false>, mlp_kernel<false, true>,
@@ -250,7 +243,7 @@ struct CudaGptEngine::Impl {
   // memory beside the MLP blocks for the next kernels' early blocks: batch 4 -1.2% (v0.5) / -0.3% (v0.1), batch 1
   // equal (-0.1%), in three alternating rounds; 4 slots: batch 4 -0.9%, batch 1 +0.2%.
   int mlp_slots(int r) const {
-    int n = mlp_slots_env > 0 ? std::min(mlp_slots_env, MLP_MAXSLOTS) : r <= qkv_all_rows ? 4 : 5;
+    int n = mlp_slots_env > 0 ? std::min(mlp_slots_env, MLP_MAXSLOTS) : 5;
     while (n > 2 && mlp_smem(r, n) > (size_t)smem_optin) --n;
     return n;
   }
@@ -538,7 +531,6 @@ struct CudaGptEngine::Impl {
     GemvLm::prepare();
     Gemv1Qkv::prepare();
     Gemv1QkvSm::prepare();
-    Gemv1QkvAll::prepare();
     Gemv1Down::prepare();
     Gemv1GateUp::prepare();
   }
@@ -619,8 +611,7 @@ struct CudaGptEngine::Impl {
       q.out_f = qkv;
       q.ld_out = QKV_LD;
       q.tl = tl_slot(single_now ? "s.qkv" : "qkv");
-      const bool all = R <= qkv_all_rows && Gemv1QkvAll::run(q, stream, pdl, nsm);
-      if (!all && !(R <= qkv_sm_rows ? Gemv1QkvSm::run(q, stream, pdl, nsm) : Gemv1Qkv::run(q, stream, pdl, nsm)))
+      if (!(R <= qkv_sm_rows ? Gemv1QkvSm::run(q, stream, pdl, nsm) : Gemv1Qkv::run(q, stream, pdl, nsm)))
         GemvQkv::run(q, stream, pdl, nsm);
       AttnParams a = {};
       a.qkv = qkv;
@@ -934,7 +925,6 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
   m.diag_l2w = (opts.variant & kVarL2Weights) != 0;   // diagnostics, timing only: every GEMV reads the same 2 MB
   m.diag_tl = (opts.variant & kVarTimeline) != 0;
   if (const char* qs = std::getenv("CUBEFORGE_GPT_QKV_SM_ROWS")) m.qkv_sm_rows = std::atoi(qs);
-  if (const char* qa = std::getenv("CUBEFORGE_GPT_QKV_ALL")) m.qkv_all_rows = std::atoi(qa);
   if (opts.verbose)
     std::fprintf(stderr, "cubeforge cuda: decode GEMVs: one-round qkv (and gate-up / down-proj where the MLP is not "
                          "fused) at <= 8 rows, persistent otherwise; %s weights, activations %s; L2 %d MB%s%s\n",

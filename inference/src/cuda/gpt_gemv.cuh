@@ -311,40 +311,6 @@ __device__ __forceinline__ void gemv_stage_act(const GemvParams& p, bf16* act, i
   }
 }
 
-// gemv_reduce for n items at once (rows <= 8: the lo parts ride in rows 8..15): red holds [n][NW][NTILE][4][32]; one
-// barrier pair for all of them. Per item the same sums in the same order as gemv_reduce.
-template <int MAXT, int NTILE, int NW>
-__device__ __forceinline__ void gemv_reduce_items(float (&acc)[MAXT][NTILE][4], bool split, float* red, float* outs,
-                                                  int n) {
-  constexpr int NT = 8 * NTILE;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-#pragma unroll
-  for (int j = 0; j < MAXT; ++j) {
-    if (j >= n) break;
-#pragma unroll
-    for (int tt = 0; tt < NTILE; ++tt) {
-      if (split) {
-        acc[j][tt][0] += acc[j][tt][2];
-        acc[j][tt][1] += acc[j][tt][3];
-        acc[j][tt][2] = acc[j][tt][3] = 0.f;
-      }
-#pragma unroll
-      for (int i = 0; i < 4; ++i) red[(((j * NW + warp) * NTILE + tt) * 4 + i) * 32 + lane] = acc[j][tt][i];
-    }
-  }
-  __syncthreads();
-  for (int e = threadIdx.x; e < n * NTILE * 128; e += NW * 32) {
-    const int j = e / (NTILE * 128), f = e % (NTILE * 128);
-    const int tt = f >> 7, i = (f >> 5) & 3, l = f & 31;
-    float s = 0.f;
-#pragma unroll
-    for (int ww = 0; ww < NW; ++ww) s += red[(((j * NW + ww) * NTILE + tt) * 4 + i) * 32 + l];
-    const int row = (l >> 2) + ((i & 2) ? 8 : 0), col = tt * 8 + (l & 3) * 2 + (i & 1);
-    outs[j * 16 * NT + row * NT + col] = s;
-  }
-  __syncthreads();
-}
-
 // A GEMV's input in shared memory (hi rows [R][K + 32], then lo rows), followed by a block barrier: the LN prologue
 // of the residual stream (LN GEMVs) or the staged non-LN input, columns [k0, k1) (p.act_smem), or nothing. Returns
 // the byte offset where the GEMV's other shared arrays start.
@@ -603,13 +569,8 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
 // register loads, completing on an mbarrier; session 8 had 16-byte cp.async per thread after them). The items then
 // run one after the other (MMAs of item j, its reduction, then item j + 1; the LN input sits in shared memory, so
 // re-reading its fragments per item is cheap) to keep one accumulator set live. Per item the same sums in the same order: bitwise equal.
-// JOINT (session 18, NSM > 0): every item's MMAs in one pass over the chunks (one accumulator set per item, as without
-// NSM) and one cross-warp reduction for all items (red holds MAXT sets), so a block of 5 items is not a chain of five
-// reductions; used with one block per SM (gridDim.x * MAXT >= items) that fits beside a fused MLP block, so that no
-// qkv block waits for an MLP block to leave before requesting its weights. Same sums in the same order per item.
-template <int K, int NTILE, int NW, int KSPLIT, int EPI, int MAXT, int NSM = 0, bool JOINT = false>
+template <int K, int NTILE, int NW, int KSPLIT, int EPI, int MAXT, int NSM = 0>
 __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
-  static_assert(!JOINT || NSM > 0, "JOINT: shared-memory items");
   constexpr int KS = K / KSPLIT;
   constexpr int CPW = KS / (32 * NW);
   static_assert(CPW * 32 * NW == KS, "K split");
@@ -671,7 +632,7 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
   const size_t off = gemv_stage_input<K, NW, LN, (NSM > 0 ? 1 : 2)>(p, smem, R, kbase, kbase + KS);
   const bool act_s = LN || p.act_smem;
   float* red = reinterpret_cast<float*>(smem + off);
-  float* outs = red + (JOINT ? MAXT : 1) * NW * NTILE * 128;  // [MAXT][16][NT]
+  float* outs = red + NW * NTILE * 128;  // [MAXT][16][NT]
   int* flag = reinterpret_cast<int*>(outs + MAXT * 16 * NT);  // [0..MAXT): split-K last flags; [MAXT]: epilogue
 
   // EPI_RESID: this thread's residual element of each item, requested before the MMAs (R * NT <= threads).
@@ -692,26 +653,7 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
   const float acc2[NTILE][4] = {};  // unused at R <= 8 (lo parts ride in rows 8..15)
   const bool split = p.split != 0;
   int nmine = 0;
-  if constexpr (JOINT) {
-    float acc[MAXT][NTILE][4] = {};
-    if ((int)blockIdx.x + NR * G < total) mbar_wait(wbar, 0);
-#pragma unroll
-    for (int c = 0; c < CPW; ++c) {
-      uint4 a0, a1;
-      gemv_act8<K>(p, act, act_s, R, g, kbase + (c * NW + warp) * 32 + t4 * 8, split, a0, a1);
-#pragma unroll
-      for (int j = 0; j < MAXT; ++j)
-#pragma unroll
-        for (int tt = 0; tt < NTILE; ++tt)
-          mma_chunk(acc[j][tt], a0, a1,
-                    j < NR ? w[j < NR ? j : 0][c][tt]
-                           : ws[(((size_t)(j - NR) * NTILE + tt) * (KS / 32) + c * NW + warp) * 32 + lane]);
-    }
-#pragma unroll
-    for (int j = 0; j < MAXT; ++j)
-      if ((int)blockIdx.x + j * G < total) nmine = j + 1;
-    gemv_reduce_items<MAXT, NTILE, NW>(acc, split, red, outs, nmine);
-  } else if constexpr (NSM > 0) {
+  if constexpr (NSM > 0) {
     // items one after the other (see above); the shared-memory items wait for their own copies only
 #pragma unroll
     for (int j = 0; j < MAXT; ++j) {
