@@ -218,10 +218,6 @@ struct CudaGptEngine::Impl {
   bool step0_now = false;   // enqueue_step of step 0 (its kernels do not name the graph's timeline slots)
   bool single_now = false;  // enqueue_step is in the single block (timeline names)
   int kseq_graph = 0;       // kernels of a graph step (timeline)
-  // Session 18: per-block phase stamps (GemvParams::ph) of the middle dual layer's qkv GEMV, with the timeline
-  static constexpr int kPhMaxBlocks = 1024;
-  unsigned long long* qkv_ph = nullptr;
-  int cur_layer = -1, ph_kseq = -1;
 
   // Fused MLP (gpt_mlp.cuh, session 13): LN + gate/up + SwiGLU + down-proj in one launch per block, split along the
   // hidden units; the default where all its 128 blocks fit on the GPU at once (CUBEFORGE_GPT_MLP=0: the gate/up and
@@ -497,7 +493,6 @@ struct CudaGptEngine::Impl {
     ks_scratch = dalloc<float>((size_t)(D / 8) * 8 * 16 * 8);  // tiles x KSPLIT (<= 8) x 16 rows x 8
     ks_cnt = dalloc<unsigned>(D / 8);
     tl = dalloc<unsigned long long>(3 * (size_t)kTlMax);
-    qkv_ph = dalloc<unsigned long long>((size_t)kPhMaxBlocks * GEMV_PHASES);
     CF_CUDA(cudaMemset(ks_cnt, 0, (D / 8) * sizeof(unsigned)));
     lm_blocks = GemvLm::blocks(Vs);
     lm_val = dalloc<float>((size_t)MAXP * lm_blocks);
@@ -615,10 +610,6 @@ struct CudaGptEngine::Impl {
       q.bias_from = 2 * D;
       q.out_f = qkv;
       q.ld_out = QKV_LD;
-      if (diag_tl && !single_now && cur_layer == L / 2 && !step0_now) {
-        q.ph = qkv_ph;
-        ph_kseq = kseq;
-      }
       q.tl = tl_slot(single_now ? "s.qkv" : "qkv");
       if (!(R <= qkv_sm_rows ? Gemv1QkvSm::run(q, stream, pdl, nsm) : Gemv1Qkv::run(q, stream, pdl, nsm)))
         GemvQkv::run(q, stream, pdl, nsm);
@@ -698,7 +689,6 @@ struct CudaGptEngine::Impl {
       CF_CUDA(cudaGetLastError());
     }
     for (int l = 0; l < L; ++l) {
-      cur_layer = l;
       const bool last = (l == L - 1);
       const float* add2 = (last && !k.step0 && !k.causal) ? sconst : nullptr;
       block_step(layers[l], kc_layer(kc, l), kc_layer(vc, l), Tdual, s, maxs_dual, true, add2, nullptr);
@@ -756,7 +746,6 @@ struct CudaGptEngine::Impl {
     for (int rep = 0; rep < reps; ++rep) {
       CF_CUDA(cudaMemcpyAsync(&dyn->pos, &mid, sizeof(int), cudaMemcpyHostToDevice, stream));
       CF_CUDA(cudaMemsetAsync(tl, 0xFF, 3 * sizeof(unsigned long long) * kTlMax, stream));
-      CF_CUDA(cudaMemsetAsync(qkv_ph, 0, sizeof(unsigned long long) * kPhMaxBlocks * GEMV_PHASES, stream));
       CF_CUDA(cudaGraphLaunch(g, stream));
       CF_CUDA(cudaMemcpyAsync(h.data(), tl, h.size() * 8, cudaMemcpyDeviceToHost, stream));
       CF_CUDA(cudaStreamSynchronize(stream));
@@ -800,35 +789,6 @@ struct CudaGptEngine::Impl {
                    a[1] / a[0] / 1000.0, a[2] / a[0] / 1000.0, a[2] / 1000.0, a[3] / a[0] / 1000.0,
                    a[4] / a[0] / 1000.0, a[5] / a[0] / 1000.0);
     }
-    if (ph_kseq > 0 && ph_kseq < nk) qkv_phase_report(h, nk);
-  }
-
-  // The middle dual layer's qkv, per block (last replay): phase times relative to the MLP's end (the previous
-  // kernel's last block end), medians and maxima for the blocks that started before the MLP ended (early) and after.
-  void qkv_phase_report(const std::vector<unsigned long long>& h, int nk) {
-    std::vector<unsigned long long> ph((size_t)kPhMaxBlocks * GEMV_PHASES);
-    CF_CUDA(cudaMemcpy(ph.data(), qkv_ph, ph.size() * 8, cudaMemcpyDeviceToHost));
-    const double mlp_end = (double)~h[3 * (ph_kseq - 1) + 2];
-    (void)nk;
-    std::vector<std::vector<double>> early(GEMV_PHASES), late(GEMV_PHASES);
-    for (int b = 0; b < kPhMaxBlocks; ++b) {
-      const unsigned long long* t = &ph[(size_t)b * GEMV_PHASES];
-      if (!t[0]) continue;
-      auto& grp = (double)t[0] < mlp_end ? early : late;
-      for (int i = 0; i < GEMV_PHASES; ++i) grp[i].push_back(((double)t[i] - mlp_end) / 1000.0);
-    }
-    static const char* names[GEMV_PHASES] = {"entry", "loads issued", "wait returned", "input staged",
-                                             "item 0 MMAs", "reduced", "end"};
-    auto stat = [](std::vector<double> v, double q) {
-      if (v.empty()) return 0.0;
-      std::sort(v.begin(), v.end());
-      return v[std::min(v.size() - 1, (size_t)(q * (double)(v.size() - 1) + 0.5))];
-    };
-    std::fprintf(stderr, "qkv phases (layer %d, us after the MLP's end; blocks starting before it: %zu, after: %zu)\n",
-                 L / 2, early[0].size(), late[0].size());
-    for (int i = 0; i < GEMV_PHASES; ++i)
-      std::fprintf(stderr, "qkv phases: %-14s early p50 %7.2f max %7.2f | late p50 %7.2f max %7.2f\n", names[i],
-                   stat(early[i], 0.5), stat(early[i], 1.0), stat(late[i], 0.5), stat(late[i], 1.0));
   }
 
   void write_ctl(const Ctl& c) { CF_CUDA(cudaMemcpyAsync(ctl, &c, sizeof(Ctl), cudaMemcpyHostToDevice, stream)); }

@@ -45,14 +45,7 @@ struct GemvParams {
   int act_smem;        // non-LN input staged in shared memory (else read from L2 per chunk)
   unsigned long long wmask;  // diagnostics only (timing): weight element offsets & wmask (0: off)
   unsigned long long* tl;    // diagnostics only: this kernel's timeline stamps (TlStamp) or null
-  unsigned long long* ph;    // diagnostics only (gemv1_kernel): per-block phase stamps [gridDim.x][GEMV_PHASES] or null
 };
-// gemv1_kernel's phase stamps (%globaltimer, thread 0 of each block): entry, weight loads issued, wait returned,
-// input staged (LN prologue), first item's MMAs done (its weights arrived), all items reduced, epilogue done.
-constexpr int GEMV_PHASES = 7;
-__device__ __forceinline__ void gemv_phase(const GemvParams& p, int i) {
-  if (p.ph && threadIdx.x == 0) p.ph[blockIdx.x * GEMV_PHASES + i] = gtimer();
-}
 
 // GEMV epilogues on the reduced tile outs[16][NT] (rows x outputs n0..n0+NT-1), run by the NW * 32 compute threads.
 template <int NTILE, int NW, int EPI>
@@ -592,7 +585,6 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
   const int total = (p.N + NT - 1) / NT * KSPLIT;
   const int G = gridDim.x;
   const TlStamp tls(p.tl);
-  gemv_phase(p, 0);
 
   extern __shared__ __align__(16) unsigned char smem_raw[];
   // [mbarrier (16 B, NSM > 0)][NSM shared-memory weight items][input rows | red | outs | flags]
@@ -631,16 +623,13 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
   for (int j = 0; j < NR; ++j)
     if ((int)blockIdx.x + j * G < total)
       gemv_load_w<K, NTILE, NW, KSPLIT>(w[j], p.W, p.N, blockIdx.x + j * G, warp, g, t4, pol, p.blocked, p.wmask);
-  gemv_phase(p, 1);
   pdl_handoff(tls);
-  gemv_phase(p, 2);
 
   const int R = p.R;
   const bf16* act = reinterpret_cast<const bf16*>(smem);
   const int ks = (int)blockIdx.x % KSPLIT, kbase = ks * KS;
   // NSM > 0: LN input items one at a time (fewer live registers next to the two weight sets)
   const size_t off = gemv_stage_input<K, NW, LN, (NSM > 0 ? 1 : 2)>(p, smem, R, kbase, kbase + KS);
-  gemv_phase(p, 3);
   const bool act_s = LN || p.act_smem;
   float* red = reinterpret_cast<float*>(smem + off);
   float* outs = red + NW * NTILE * 128;  // [MAXT][16][NT]
@@ -682,7 +671,6 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
                            : ws[(((size_t)(j - NR) * NTILE + tt) * (KS / 32) + c * NW + warp) * 32 + lane]);
       }
       nmine = j + 1;
-      if (j == 0) gemv_phase(p, 4);
       gemv_reduce<NTILE, NW, false>(acc, acc2, split, red, outs + j * 16 * NT);
     }
   } else {
@@ -696,7 +684,6 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
 #pragma unroll
         for (int tt = 0; tt < NTILE; ++tt) mma_chunk(acc[j][tt], a0, a1, w[j][c][tt]);
     }
-    gemv_phase(p, 4);
 #pragma unroll
     for (int j = 0; j < MAXT; ++j) {
       if ((int)blockIdx.x + j * G >= total) break;
@@ -705,7 +692,6 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
     }
   }
 
-  gemv_phase(p, 5);
   if constexpr (KSPLIT > 1) {
     for (int e = threadIdx.x; e < nmine * R * NT; e += NW * 32) {
       const int j = e / (R * NT), q = e % (R * NT), tile = (blockIdx.x + j * G) / KSPLIT;
@@ -748,7 +734,6 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
     gemv_epilogue<NTILE, NW, EPI>(p, outs + j * 16 * NT, flag + MAXT, tile * NT, tile, total, xpre[j], apre[j],
                                      have_pre);
   }
-  gemv_phase(p, 6);
 }
 
 }  // namespace cubeforge::cuda::detail
