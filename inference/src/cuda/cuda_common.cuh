@@ -99,6 +99,17 @@ __device__ __forceinline__ uint4 ld_weight(const void* p) {
   return r;
 }
 // Activations written by earlier kernels: L2 only (never a stale L1 line).
+// 16-byte global -> shared copy that does not hold a register while in flight (cp.async, L2 only), and its fences.
+__device__ __forceinline__ void cp_async16(void* smem_dst, const void* src) {
+  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(smem_dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+
 __device__ __forceinline__ uint4 ld_cg16(const void* p) { return __ldcg(reinterpret_cast<const uint4*>(p)); }
 __device__ __forceinline__ float4 ld_cg_f4(const float* p) { return __ldcg(reinterpret_cast<const float4*>(p)); }
 

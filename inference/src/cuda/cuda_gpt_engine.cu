@@ -98,6 +98,7 @@ struct Gemv1 : GemvInput<K, EPI != EPI_RESID> {
   using GemvInput<K, LN>::act_smem;
   static size_t smem(int R, bool act) {
     size_t s = LN ? act_bytes(R) + 16 * sizeof(float2) : (act ? act_bytes(R) : 0);
+    if (LN && NSM == 0 && gemv_ln_staged<K>(R, 2, NW * 32)) s += (size_t)R * K * 4;  // staged input rows
     const size_t ws = (NSM > 0 ? 16 : 0) + (size_t)NSM * (K / KSPLIT / (32 * NW)) * NTILE * NW * 32 * 16;  // mbarrier + weight items
     return ws + s + (size_t)NW * NTILE * 128 * 4 + (size_t)MAXT * 16 * NT * 4 + 32 * 4;
   }

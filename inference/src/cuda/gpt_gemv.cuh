@@ -181,10 +181,20 @@ __device__ __forceinline__ void gemv_epilogue(const GemvParams& p, float* outs, 
 // Session 6: every thread requests its first G items of X (8 columns each) before the row statistics and the
 // rest G at a time, so the stats and X round trips to L2 overlap and the X loads are batched.
 template <int K, int NW, int G>
-__device__ __forceinline__ void gemv_ln_prologue(const GemvParams& p, bf16* act, float2* st, int R) {
+__device__ __forceinline__ void gemv_ln_prologue(const GemvParams& p, bf16* act, float2* st, int R,
+                                                 float* xs = nullptr) {
   constexpr int AST = K + 32, NTHR = NW * 32, K8 = K / 8;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int n = R * K8;
+  // xs (session 18): the rows are copied whole into shared memory by cp.async first (no registers held, all of them
+  // in flight at once), so the prologue is one L2 round trip where G items per thread would need several rounds.
+  if (xs) {
+    for (int v = threadIdx.x; v < R * (K / 4); v += NTHR) {
+      const int r = v / (K / 4), c4 = (v % (K / 4)) * 4;
+      cp_async16(xs + (size_t)r * K + c4, p.X + (size_t)r * D + c4);
+    }
+    cp_async_commit();
+  }
   float4 xa[G], xb[G];
   auto issue = [&](int base) {
 #pragma unroll
@@ -215,7 +225,7 @@ __device__ __forceinline__ void gemv_ln_prologue(const GemvParams& p, bf16* act,
     *reinterpret_cast<uint4*>(act + (size_t)r * AST + k8) = o;
     *reinterpret_cast<uint4*>(act + (size_t)(R + r) * AST + k8) = ol;
   };
-  issue(threadIdx.x);
+  if (!xs) issue(threadIdx.x);
   for (int r = warp; r < R; r += NW) {
     double s = 0.0, q = 0.0;
     for (int j = lane; j < NSLOT; j += 32) {
@@ -231,6 +241,15 @@ __device__ __forceinline__ void gemv_ln_prologue(const GemvParams& p, bf16* act,
       if (var < 0.0) var = 0.0;
       st[r] = make_float2((float)mean, (float)(1.0 / sqrt(var + (double)p.eps)));
     }
+  }
+  if (xs) {
+    cp_async_wait<0>();
+    __syncthreads();
+    for (int v = threadIdx.x; v < n; v += NTHR) {
+      const float* src = xs + (size_t)(v / K8) * K + (v % K8) * 8;
+      put(v, *reinterpret_cast<const float4*>(src), *reinterpret_cast<const float4*>(src + 4));
+    }
+    return;
   }
   __syncthreads();
   for (int base = threadIdx.x; base < n; base += G * NTHR) {
@@ -311,10 +330,18 @@ __device__ __forceinline__ void gemv_stage_act(const GemvParams& p, bf16* act, i
   }
 }
 
+// Whether an LN GEMV's prologue stages its input rows in shared memory (gemv_ln_prologue's xs): when G items of 8
+// columns per thread do not cover R rows in one round (one-round GEMVs only, gemv_stage_input's STAGE). Its R * K
+// floats follow the row stats (host side: Gemv1::smem).
+template <int K>
+__host__ __device__ constexpr bool gemv_ln_staged(int R, int G, int nthr) {
+  return R * (K / 8) > G * nthr;
+}
+
 // A GEMV's input in shared memory (hi rows [R][K + 32], then lo rows), followed by a block barrier: the LN prologue
 // of the residual stream (LN GEMVs) or the staged non-LN input, columns [k0, k1) (p.act_smem), or nothing. Returns
 // the byte offset where the GEMV's other shared arrays start.
-template <int K, int NW, bool LN, int G>
+template <int K, int NW, bool LN, int G, bool STAGE = false>
 __device__ __forceinline__ size_t gemv_stage_input(const GemvParams& p, unsigned char* smem, int R, int k0, int k1) {
   constexpr int AST = K + 32;
   size_t off = 0;
@@ -322,7 +349,13 @@ __device__ __forceinline__ size_t gemv_stage_input(const GemvParams& p, unsigned
     off = ((size_t)2 * R * AST * 2 + 15) & ~size_t(15);
     float2* st = reinterpret_cast<float2*>(smem + off);
     off += 16 * sizeof(float2);
-    gemv_ln_prologue<K, NW, G>(p, reinterpret_cast<bf16*>(smem), st, R);
+    // more rows than G items per thread cover in one round: the rows staged whole (gemv_ln_stage_bytes)
+    float* xs = nullptr;
+    if (STAGE && gemv_ln_staged<K>(R, G, NW * 32)) {
+      xs = reinterpret_cast<float*>(smem + off);
+      off += (size_t)R * K * 4;
+    }
+    gemv_ln_prologue<K, NW, G>(p, reinterpret_cast<bf16*>(smem), st, R, xs);
     __syncthreads();
   } else if (p.act_smem) {
     off = ((size_t)2 * R * AST * 2 + 15) & ~size_t(15);
@@ -629,7 +662,9 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
   const bf16* act = reinterpret_cast<const bf16*>(smem);
   const int ks = (int)blockIdx.x % KSPLIT, kbase = ks * KS;
   // NSM > 0: LN input items one at a time (fewer live registers next to the two weight sets)
-  const size_t off = gemv_stage_input<K, NW, LN, (NSM > 0 ? 1 : 2)>(p, smem, R, kbase, kbase + KS);
+  // the input rows staged in shared memory where they take more than one round (3-8 rows, qkv: session 18, batch 4
+  // -1.1% / -0.4%); not in the NSM kernels (one prompt: +9 registers and +0.8% / +1.6% TPOT when staged there)
+  const size_t off = gemv_stage_input<K, NW, LN, (NSM > 0 ? 1 : 2), NSM == 0>(p, smem, R, kbase, kbase + KS);
   const bool act_s = LN || p.act_smem;
   float* red = reinterpret_cast<float*>(smem + off);
   float* outs = red + NW * NTILE * 128;  // [MAXT][16][NT]

@@ -12,6 +12,9 @@
 namespace cubeforge::cuda::shape_detail {
 
 using detail::bf;
+using detail::cp_async16;
+using detail::cp_async_commit;
+using detail::cp_async_wait;
 using detail::bf16;
 using detail::mma_bf16_16816;
 using detail::pack_bf2;
@@ -42,17 +45,6 @@ __device__ __forceinline__ uint4 pack8(const float (&f)[8]) {
   u.z = pack_bf2(f[4], f[5]);
   u.w = pack_bf2(f[6], f[7]);
   return u;
-}
-
-// 16-byte global -> shared copy that does not hold a register while in flight (cp.async, L2 only), and its fences.
-__device__ __forceinline__ void cp_async16(void* smem_dst, const void* src) {
-  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(smem_dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
 // ---- attention ---------------------------------------------------------------------------------------------------
