@@ -46,4 +46,13 @@ std::optional<NamedColour> colour_in_prompt(const std::string& prompt) {
   return std::nullopt;
 }
 
+std::array<float, 4> ghost_tint(const std::optional<Rgb>& colour, const std::array<float, 4>& fallback) {
+  if (!colour) return fallback;
+  constexpr float kLift = 0.2f;
+  std::array<float, 4> t{};
+  for (int i = 0; i < 3; ++i) t[i] = (*colour)[i] + (1.f - (*colour)[i]) * kLift;
+  t[3] = fallback[3];
+  return t;
+}
+
 }  // namespace cubeforge::ai

@@ -24,4 +24,9 @@ std::optional<NamedColour> colour_in_prompt(const std::string& prompt);
 float srgb_to_linear(float c);
 float linear_to_srgb(float c);
 
+// The live preview's RGBA tint: the job's colour when it paints one (so the ghost of "a red chair" is already red),
+// lifted 20% towards white so that a dark colour still reads as a translucent ghost, with the fallback's alpha;
+// else the fallback (the default ghost colour).
+std::array<float, 4> ghost_tint(const std::optional<Rgb>& colour, const std::array<float, 4>& fallback);
+
 }  // namespace cubeforge::ai

@@ -1,6 +1,7 @@
 // The AI sidebar's UI-thread logic: see controller.h.
 #include "controller/controller.h"
 
+#include "appearance/prompt_colour.h"
 #include "worker/cube3d_backend.h"
 
 #include <cubeforge/error.h>
@@ -577,7 +578,8 @@ void Controller::draw_overlay(editor::OverlayDraw& d) {
   const JobView* j = current();
   if (j && j->preview && !j->preview->empty()) {
     const float s = fit_scale(j->preview_bounds.size(), j->spec ? j->spec->request.bbox : std::nullopt);
-    d.ghost_mesh(j->preview, ghost_transform(j->preview_bounds, s, j->spot), kGhostColor);
+    const auto colour = j->spec ? j->spec->vertex_colour : std::nullopt;
+    d.ghost_mesh(j->preview, ghost_transform(j->preview_bounds, s, j->spot), ghost_tint(colour, kGhostColor));
   }
   std::optional<Vec3> marker;
   if (picking_ && hover_)

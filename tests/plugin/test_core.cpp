@@ -206,6 +206,24 @@ TEST(AiColour, FormColourReachesTheJob) {
   EXPECT_FALSE(spec_from_json(json{{"prompt", "a red chair"}}).vertex_colour.has_value());  // older history entries
 }
 
+// The live preview's ghost takes the job's colour (lifted towards white, the default ghost's alpha) or, with none,
+// the default ghost colour.
+TEST(AiColour, PreviewGhostTakesTheJobsColour) {
+  const std::array<float, 4> blue{0.35f, 0.75f, 1.0f, 0.35f};
+  EXPECT_EQ(ghost_tint(std::nullopt, blue), blue);
+  const auto red = ghost_tint(colour_in_prompt("red")->rgb, blue);
+  EXPECT_GT(red[0], 0.5f);
+  EXPECT_GT(red[0], 2.f * red[1]);
+  EXPECT_GT(red[0], 2.f * red[2]);
+  EXPECT_FLOAT_EQ(red[3], 0.35f);
+  const auto black = ghost_tint(Rgb{0.f, 0.f, 0.f}, blue);  // still visible: lifted, grey
+  EXPECT_GT(black[0], 0.1f);
+  EXPECT_FLOAT_EQ(black[0], black[1]);
+  EXPECT_FLOAT_EQ(black[1], black[2]);
+  const auto white = ghost_tint(Rgb{1.f, 1.f, 1.f}, blue);
+  for (int i = 0; i < 3; ++i) EXPECT_FLOAT_EQ(white[i], 1.f);
+}
+
 TEST(AiLatency, Percentiles) {
   std::vector<double> v;
   for (int i = 1; i <= 100; ++i) v.push_back(i);

@@ -104,7 +104,8 @@ __global__ void __launch_bounds__(256) attention_kernel(const bf16* __restrict__
     }
     if constexpr (NBUF == 2) cp_async_commit();
   };
-  if constexpr (NBUF == 2) load_tile(0, 0);
+  if constexpr (NBUF == 2)
+    if (Nkv > 0) load_tile(0, 0);  // (no copy left in flight when there is nothing to attend to)
 
   for (int n0 = 0, t = 0; n0 < Nkv; n0 += kAttnTile, ++t) {
     const int b = NBUF == 2 ? (t & 1) : 0;
