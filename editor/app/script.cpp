@@ -171,6 +171,9 @@ bool ScriptRunner::run_action(const json& a, ScriptEnv& env) {
     doc.delete_selection();
   } else if (what == "duplicate") {
     if (doc.duplicate_selection().empty()) throw Error("nothing selected");
+  } else if (what == "separate") {
+    if (a.contains("name") || a.contains("id")) doc.selection().set({resolve(a, env)});
+    if (doc.separate_selection().empty()) throw Error("separate: no selected mesh has more than one part");
   } else if (what == "group") {
     EntityId g = doc.group_selection();
     if (g == kNoEntity) throw Error("nothing selected");

@@ -1,6 +1,7 @@
 // Document operations.
 #include "document.h"
 
+#include "mesh_parts.h"
 #include "settings.h"
 
 #include <filesystem>
@@ -111,6 +112,55 @@ std::vector<EntityId> Document::duplicate_selection() {
   history_.end_group();
   selection_.set(created);
   return created;
+}
+
+std::vector<EntityId> Document::separate_selection() {
+  struct Plan {
+    EntityId id;
+    std::vector<Mesh> parts;
+  };
+  std::vector<Plan> plans;
+  for (EntityId id : selection_.ids()) {  // every selected mesh, all checked before anything changes
+    const Entity* e = scene_.find(id);
+    if (!e || e->is_group || !e->mesh) continue;
+    std::vector<Mesh> parts = split_parts(*e->mesh);
+    if (parts.size() > kMaxSeparateParts)
+      throw Error("'" + e->name + "' has " + std::to_string(parts.size()) +
+                  " separate parts; Separate parts takes at most " + std::to_string(kMaxSeparateParts) +
+                  " (nothing was changed)");
+    if (parts.size() > 1) plans.push_back({id, std::move(parts)});
+  }
+  std::vector<EntityId> out;
+  if (plans.empty()) return out;
+  const Entity* first = scene_.find(plans[0].id);
+  history_.begin_group(plans.size() == 1 ? "Separate " + first->name
+                                          : "Separate " + std::to_string(plans.size()) + " items");
+  for (Plan& plan : plans) {
+    const Entity orig = *scene_.find(plan.id);
+    const glm::mat4 local = to_matrix(orig.transform);
+    const size_t index = scene_.index_of(plan.id).value_or(SIZE_MAX);
+    for (size_t k = 0; k < plan.parts.size(); ++k) {
+      Mesh& part = plan.parts[k];
+      const Vec3 c = base_centre(part);
+      for (Vec3& v : part.positions)
+        for (int a = 0; a < 3; ++a) v[a] -= c[a];
+      Entity e = orig;
+      e.mesh = std::make_shared<const Mesh>(std::move(part));
+      e.mesh_source.clear();
+      e.name = orig.name + " part " + std::to_string(k + 1);
+      e.transform = from_matrix(local * glm::translate(glm::mat4(1.f), glm::vec3(c[0], c[1], c[2])));
+      if (k == 0) {
+        modify(plan.id, "Separate", [&](Entity& x) { x = e; });
+        out.push_back(plan.id);
+      } else {
+        e.id = kNoEntity;
+        out.push_back(add_entity(std::move(e), index == SIZE_MAX ? SIZE_MAX : index + k));
+      }
+    }
+  }
+  history_.end_group();
+  selection_.set(out);
+  return out;
 }
 
 Transform Document::local_for_parent(const glm::mat4& world, EntityId parent) const {

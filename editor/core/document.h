@@ -1,5 +1,5 @@
 // The open document: scene + undo history + selection + file path, and every editing operation the UI, the script
-// mode and plugins use (insert part, delete, duplicate, group, set transform/properties, import, export, save,
+// mode and plugins use (insert part, delete, duplicate, group, separate parts, set transform/properties, import, export, save,
 // open, autosave/recovery). All mutations go through History as commands. Errors are thrown as cubeforge::Error.
 #pragma once
 #include "commands.h"
@@ -46,6 +46,13 @@ class Document {
   bool rename(EntityId id, const std::string& name);
   void delete_selection();
   std::vector<EntityId> duplicate_selection();
+  // Splits every selected mesh entity of several connected parts (mesh_parts.h) into one entity per part, as one
+  // undo step: the entity keeps its id, parent and children and becomes part 1, parts 2..N are new siblings right
+  // after it; every part keeps the entity's colour and flags, gets its own base-centred pivot and the transform that
+  // leaves it where it was, and is named "<name> part k". Selects and returns the parts (empty when no selected
+  // entity has more than one part). More than kMaxSeparateParts parts: Error, nothing changes.
+  std::vector<EntityId> separate_selection();
+  static constexpr size_t kMaxSeparateParts = 256;
   EntityId group_selection();
   void ungroup_selection();
   void reparent(EntityId id, EntityId new_parent);  // keeps the world transform

@@ -26,7 +26,8 @@ inline glm::mat4 rotation_matrix(const Vec3& euler_deg) {
 inline Vec3 euler_from_matrix(const glm::mat4& r) {
   float x = 0, y = 0, z = 0;
   glm::extractEulerAngleXYZ(r, x, y, z);
-  return {glm::degrees(x), glm::degrees(y), glm::degrees(z)};
+  // + 0.f turns -0 into 0, so that an unrotated result does not show "-0.000" in the Properties panel
+  return {glm::degrees(x) + 0.f, glm::degrees(y) + 0.f, glm::degrees(z) + 0.f};
 }
 
 inline glm::mat4 to_matrix(const Transform& t) {

@@ -71,6 +71,14 @@ void EditorUI::run_guarded(const std::string& what, const std::function<void()>&
   }
 }
 
+void EditorUI::separate_parts() {
+  run_guarded("Separate parts", [&] {
+    const size_t n = doc_.separate_selection().size();
+    if (n == 0) doc_.log().info("Separate parts: no selected mesh has more than one part");
+    else doc_.log().info("Separate parts: " + std::to_string(n) + " parts (Ctrl+Z undoes it)");
+  });
+}
+
 void EditorUI::use_settings(SettingsStore* s) {
   settings_ = s;
   if (s) sidebar_frac_ = sidebar_frac_saved_ = std::clamp(s->get("sidebar_fraction", sidebar_frac_), 0.2f, 0.85f);
@@ -249,6 +257,7 @@ void EditorUI::menu_bar() {
     if (ImGui::MenuItem("Delete", "Del", false, sel)) doc_.delete_selection();
     if (ImGui::MenuItem("Group", "Ctrl+G", false, sel)) doc_.group_selection();
     if (ImGui::MenuItem("Ungroup", "Ctrl+Shift+G", false, sel)) doc_.ungroup_selection();
+    if (ImGui::MenuItem("Separate parts", nullptr, false, sel)) separate_parts();
     if (ImGui::MenuItem("Select All", "Ctrl+A")) {
       std::vector<EntityId> all;
       for (auto& e : doc_.scene().entities())
@@ -399,6 +408,7 @@ void EditorUI::explorer() {
           if (ImGui::MenuItem("Delete", "Del")) doc_.delete_selection();
           if (ImGui::MenuItem("Group", "Ctrl+G")) doc_.group_selection();
           if (e->is_group && ImGui::MenuItem("Ungroup", "Ctrl+Shift+G")) doc_.ungroup_selection();
+          if (!e->is_group && e->mesh && ImGui::MenuItem("Separate parts")) separate_parts();
           if (ImGui::MenuItem(e->visible ? "Hide" : "Show"))
             doc_.modify(row.id, e->visible ? "Hide " + e->name : "Show " + e->name, [](Entity& x) { x.visible = !x.visible; });
           if (ImGui::MenuItem("Frame", "F")) frame_selection();

@@ -63,6 +63,7 @@ class EditorUI {
   void shortcuts();
   void viewport_input(bool hovered, glm::vec2 mouse_px);
   void frame_selection();
+  void separate_parts();  // Edit > Separate parts, with its outcome in the Output panel
   Vec3 placement_point();
   void run_guarded(const std::string& what, const std::function<void()>& fn);
   void plugin_menu_items(const std::string& menu);

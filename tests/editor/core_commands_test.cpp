@@ -4,6 +4,7 @@
 #include "core/document.h"
 #include "core/task_queue.h"
 
+#include <cmath>
 #include <thread>
 #include "core_test_util.h"
 
@@ -232,6 +233,17 @@ TEST(TransformMath, EulerRoundTrip) {
     EXPECT_NEAR(r.position[i], t.position[i], 1e-4);
     EXPECT_NEAR(r.rotation[i], t.rotation[i], 1e-3);
     EXPECT_NEAR(r.scale[i], t.scale[i], 1e-4);
+  }
+}
+
+// A decomposed unrotated matrix has rotation 0, not -0 (the Properties panel would show "-0.000").
+TEST(TransformMath, NoNegativeZeroRotation) {
+  Transform t;
+  t.position = {3.5f, 0.f, 0.5f};
+  const Transform r = from_matrix(to_matrix(t) * glm::translate(glm::mat4(1.f), glm::vec3(1.f, 0.f, 0.f)));
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(r.rotation[i], 0.f);
+    EXPECT_FALSE(std::signbit(r.rotation[i])) << i;
   }
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # End-to-end test of the real editor window under Xvfb, through the script mode: import a mesh, move it with the
-# gizmo, undo/redo, save, quit; reopen and check it is as it was left. Then: a failing action exits non-zero with a
+# gizmo, undo/redo, save, quit; reopen and check it is as it was left; separate an imported mesh's parts. Then: a failing action exits non-zero with a
 # clear message, a window screenshot captures the whole window, the plugin sidebar's edge drags, and the
 # EGL-surfaceless --headless path writes a screenshot (and refuses a window screenshot).
 # usage: e2e_gui.sh <cubeforge binary> <tests/editor dir>
@@ -48,6 +48,43 @@ cat > "$T/check.json" <<JSON
 JSON
 "$XV" "$BIN" --no-plugins --script "$T/check.json"
 test -s "$T/gui.png"
+# Edit > Separate parts on an imported mesh of two pieces: two entities named by part, one undo step.
+cat > "$T/pair.obj" <<OBJ
+v 0 0 0
+v 1 0 0
+v 0 1 0
+v 0 0 1
+v 3 0 0
+v 4 0 0
+v 3 1 0
+v 3 0 1
+f 1 3 2
+f 1 2 4
+f 1 4 3
+f 2 3 4
+f 5 7 6
+f 5 6 8
+f 5 8 7
+f 6 7 8
+OBJ
+cat > "$T/parts.json" <<JSON
+[
+  {"do": "import", "path": "$T/pair.obj", "rename": "Pair"},
+  {"do": "expect", "entity_count": 1},
+  {"do": "expect", "name": "Pair", "triangles": 8},
+  {"do": "separate", "name": "Pair"},
+  {"do": "expect", "entity_count": 2},
+  {"do": "expect", "name": "Pair part 1", "triangles": 4},
+  {"do": "expect", "name": "Pair part 2", "triangles": 4, "position": [3.5, 0, 0.5], "tolerance": 0.001},
+  {"do": "expect", "undo_top": "Separate Pair"},
+  {"do": "undo"},
+  {"do": "expect", "entity_count": 1},
+  {"do": "expect", "name": "Pair", "triangles": 8},
+  {"do": "quit"}
+]
+JSON
+"$XV" "$BIN" --no-plugins --script "$T/parts.json"
+
 # The window screenshot: the whole window (larger than the viewport in both directions), menu bar text included
 # (more than a few colours in its top rows), written without a temporary file left behind.
 read -r vw vh _ < <(python3 "$HERE/png_probe.py" "$T/gui.png" 1)
