@@ -150,6 +150,10 @@ std::vector<EntityId> Document::separate_selection() {
       e.name = orig.name + " part " + std::to_string(k + 1);
       e.transform = from_matrix(local * glm::translate(glm::mat4(1.f), glm::vec3(c[0], c[1], c[2])));
       if (k == 0) {
+        // part 1 keeps the entity's children; its pivot moves, so their local transforms follow to stay in place
+        const glm::mat4 to_new = glm::inverse(to_matrix(e.transform)) * local;
+        for (EntityId child : scene_.children(plan.id))
+          modify(child, "Separate", [&](Entity& x) { x.transform = from_matrix(to_new * to_matrix(x.transform)); });
         modify(plan.id, "Separate", [&](Entity& x) { x = e; });
         out.push_back(plan.id);
       } else {

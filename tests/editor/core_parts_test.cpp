@@ -123,6 +123,29 @@ TEST_F(Parts, SeparateInPlaceAsOneUndoStep) {
   EXPECT_EQ(doc.scene().size(), 4u);
 }
 
+// Part 1 keeps the entity's children, and they stay where they were although its pivot moved.
+TEST_F(Parts, ChildrenStayInPlace) {
+  const EntityId id = add_mesh(table(), "Table");
+  const EntityId lamp = doc.insert_part(PartKind::Sphere);
+  doc.reparent(lamp, id);
+  Transform t = doc.scene().find(lamp)->transform;
+  t.position = {0.5f, 2.f, 0.25f};
+  t.rotation = {10.f, 0.f, 5.f};
+  doc.set_transform(lamp, t);
+  doc.history().seal();
+  const glm::mat4 before = doc.scene().world_matrix(lamp);
+  const Transform local_before = doc.scene().find(lamp)->transform;
+  doc.selection().set({id});
+  ASSERT_EQ(doc.separate_selection().size(), 3u);
+  EXPECT_EQ(doc.scene().find(lamp)->parent, id);
+  const glm::mat4 after = doc.scene().world_matrix(lamp);
+  for (int c = 0; c < 4; ++c)
+    for (int r = 0; r < 4; ++r) EXPECT_NEAR(after[c][r], before[c][r], 1e-4f) << c << r;
+  EXPECT_NE(doc.scene().find(lamp)->transform, local_before);  // (its local transform did change)
+  ASSERT_TRUE(doc.undo());
+  EXPECT_EQ(doc.scene().find(lamp)->transform, local_before);
+}
+
 // Nothing to separate (one piece, a group, nothing selected): no change and no undo step.
 TEST_F(Parts, OnePieceIsLeftAlone) {
   const EntityId id = doc.insert_part(PartKind::Block);
