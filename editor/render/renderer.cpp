@@ -10,6 +10,7 @@
 
 #include "cf_editor_shaders.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace cubeforge::editor {
@@ -87,6 +88,7 @@ bool Renderer::init(std::string* error) {
   mu_.ambient = glGetUniformLocation(mesh_prog_, "u_ambient");
   mu_.mode = glGetUniformLocation(mesh_prog_, "u_mode");
   mu_.flat = glGetUniformLocation(mesh_prog_, "u_flat");
+  mu_.offset = glGetUniformLocation(mesh_prog_, "u_offset");
   line_vp_ = glGetUniformLocation(line_prog_, "u_viewproj");
   glGenVertexArrays(1, &line_vao_);
   glGenBuffers(1, &line_vbo_);
@@ -248,7 +250,8 @@ void Renderer::render(const Scene& scene, const Selection& selection, const Came
   glViewport(0, 0, width_, height_);
   glClearColor(opt.background.r, opt.background.g, opt.background.b, 1.f);
   glClearDepth(1.0);
-  glClear(GL_COLOR_BUFFER_BIT | GL_DEPTH_BUFFER_BIT);
+  glClearStencil(0);
+  glClear(GL_COLOR_BUFFER_BIT | GL_DEPTH_BUFFER_BIT | GL_STENCIL_BUFFER_BIT);
   glEnable(GL_DEPTH_TEST);
   glDepthFunc(GL_LEQUAL);
   glDisable(GL_CULL_FACE);
@@ -261,6 +264,11 @@ void Renderer::render(const Scene& scene, const Selection& selection, const Came
   glm::vec3 ld = glm::normalize(opt.light_dir);
   glUniform3f(mu_.light_dir, ld.x, ld.y, ld.z);
   glUniform1f(mu_.ambient, opt.ambient);
+  glUniform2f(mu_.offset, 0.f, 0.f);
+  // selected meshes mark their pixels in the stencil buffer (the outline is drawn around them below)
+  glEnable(GL_STENCIL_TEST);
+  glStencilOp(GL_KEEP, GL_KEEP, GL_REPLACE);
+  glStencilFunc(GL_ALWAYS, 1, 0xFF);
 
   struct Item { const GpuMesh* g; glm::mat4 model; bool selected; };
   std::vector<Item> items;
@@ -276,27 +284,25 @@ void Renderer::render(const Scene& scene, const Selection& selection, const Came
     glUniformMatrix3fv(mu_.normal_mat, 1, GL_FALSE, glm::value_ptr(nm));
     glUniform4f(mu_.tint, e.color[0], e.color[1], e.color[2], 1.f);
     glUniform1i(mu_.mode, 0);
+    glStencilMask(sel ? 0xFF : 0x00);
     glBindVertexArray(g.vao);
     glDrawElements(GL_TRIANGLES, g.count, GL_UNSIGNED_INT, nullptr);
     ++stats_.draw_calls;
     stats_.triangles += static_cast<size_t>(g.count / 3);
     items.push_back({&g, model, sel});
   }
+  glStencilMask(0x00);
 
-  // Wireframe overlay and selection outline: the same meshes as lines, pulled slightly towards the camera.
-  bool any_sel = false;
-  for (auto& it : items) any_sel |= it.selected;
-  if (opt.wireframe || any_sel) {
+  // Wireframe overlay (option): the meshes as lines, pulled slightly towards the camera.
+  if (opt.wireframe) {
     glEnable(GL_BLEND);
     glBlendFunc(GL_SRC_ALPHA, GL_ONE_MINUS_SRC_ALPHA);
     glPolygonMode(GL_FRONT_AND_BACK, GL_LINE);
     glEnable(GL_POLYGON_OFFSET_LINE);
     glPolygonOffset(-1.f, -1.f);
     glUniform1i(mu_.mode, 1);
+    glUniform4f(mu_.flat, kWireColor.r, kWireColor.g, kWireColor.b, kWireColor.a);
     for (auto& it : items) {
-      if (!opt.wireframe && !it.selected) continue;
-      glm::vec4 c = it.selected ? kSelectColor : kWireColor;
-      glUniform4f(mu_.flat, c.r, c.g, c.b, c.a);
       glUniformMatrix4fv(mu_.model, 1, GL_FALSE, glm::value_ptr(it.model));
       glBindVertexArray(it.g->vao);
       glDrawElements(GL_TRIANGLES, it.g->count, GL_UNSIGNED_INT, nullptr);
@@ -305,6 +311,34 @@ void Renderer::render(const Scene& scene, const Selection& selection, const Came
     glPolygonMode(GL_FRONT_AND_BACK, GL_FILL);
     glDisable(GL_POLYGON_OFFSET_LINE);
   }
+
+  // Selection outline: each selected mesh drawn flat in the selection colour, shifted 2 px along each axis, only
+  // where no selected mesh is (stencil) and in front of everything: a silhouette around the selection that leaves
+  // the object's own shading and vertex colours visible (a full wireframe turned dense generated meshes into solid
+  // orange blobs).
+  bool any_sel = false;
+  for (auto& it : items) any_sel |= it.selected;
+  if (any_sel) {
+    glStencilFunc(GL_NOTEQUAL, 1, 0xFF);
+    glDisable(GL_DEPTH_TEST);
+    glUniform1i(mu_.mode, 1);
+    glUniform4f(mu_.flat, kSelectColor.r, kSelectColor.g, kSelectColor.b, kSelectColor.a);
+    const float px = 2.f / float(std::max(width_, 1)), py = 2.f / float(std::max(height_, 1));
+    const float d[4][2] = {{2 * px, 0.f}, {-2 * px, 0.f}, {0.f, 2 * py}, {0.f, -2 * py}};
+    for (const auto& o : d) {
+      glUniform2f(mu_.offset, o[0], o[1]);
+      for (auto& it : items) {
+        if (!it.selected) continue;
+        glUniformMatrix4fv(mu_.model, 1, GL_FALSE, glm::value_ptr(it.model));
+        glBindVertexArray(it.g->vao);
+        glDrawElements(GL_TRIANGLES, it.g->count, GL_UNSIGNED_INT, nullptr);
+        ++stats_.draw_calls;
+      }
+    }
+    glUniform2f(mu_.offset, 0.f, 0.f);
+    glEnable(GL_DEPTH_TEST);
+  }
+  glDisable(GL_STENCIL_TEST);
 
   // Grid and axes (blended, depth-tested, no depth writes).
   glEnable(GL_BLEND);

@@ -82,7 +82,7 @@ class Renderer {
   std::vector<LineVertex> grid_;
   RenderStats stats_;
   struct {
-    int model, viewproj, normal_mat, tint, light_dir, ambient, mode, flat;
+    int model, viewproj, normal_mat, tint, light_dir, ambient, mode, flat, offset;
   } mu_{};
   int line_vp_ = -1;
 };

@@ -623,7 +623,7 @@ EntityId Controller::place(std::shared_ptr<const Mesh> mesh, const std::string& 
   if (name.empty()) name = "Generated";
   EntityId id = kNoEntity;
   editor::Transform t;
-  t.position = spot;
+  t.position = clean_spot(spot);
   const bool ok = host_.apply(step_prefix + short_prompt(prompt, 48), [&](editor::ChangeSet& cs) {
     id = cs.add_mesh(name, mesh, t, kPlacedColor);
     cs.select({id});

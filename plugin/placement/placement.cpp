@@ -88,4 +88,10 @@ std::string short_prompt(const std::string& prompt, std::size_t max_chars) {
   return s.substr(0, cut) + "\xE2\x80\xA6";
 }
 
+Vec3 clean_spot(const Vec3& spot) {
+  Vec3 out;
+  for (int a = 0; a < 3; ++a) out[a] = std::round(spot[a] * 1e4f) / 1e4f + 0.f;
+  return out;
+}
+
 }  // namespace cubeforge::ai

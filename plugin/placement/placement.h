@@ -29,6 +29,10 @@ void base_centre_and_scale(Mesh& m, float scale);
 // Transform that puts the base centre of a mesh with bounds b, scaled by `scale`, on `spot`.
 editor::Transform ghost_transform(const Bounds& b, float scale, const Vec3& spot);
 
+// A placement spot without float noise: each coordinate rounded to 0.1 mm (1e-4) and -0 made 0, so that a spot
+// from a ray hit shows as 2.000 / 0.000 in the Properties panel and the scene file, not 1.99999988 / -0.000.
+Vec3 clean_spot(const Vec3& spot);
+
 // Out-of-range check of a requested bounding box: empty when fine, else a message for the panel.
 std::string check_bbox(const std::array<float, 3>& box);
 inline constexpr float kBBoxMin = 0.01f, kBBoxMax = 1000.f, kBBoxMaxAspect = 50.f;

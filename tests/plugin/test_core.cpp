@@ -14,6 +14,8 @@
 #include <cubeforge/error.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <filesystem>
 #include <fstream>
 #include <unistd.h>
@@ -64,6 +66,15 @@ TEST(AiPlacement, BoundsFitAndGhostTransform) {
   EXPECT_FLOAT_EQ(c.min[1], 0.f);
   EXPECT_FLOAT_EQ(c.max[1], 8.f);
   EXPECT_FLOAT_EQ(c.min[0], -2.f);
+}
+
+// A spot from a ray hit is placed without float noise or -0.
+TEST(AiPlacement, CleanSpot) {
+  const Vec3 c = clean_spot({-1e-7f, 1.99999988f, 0.25f});
+  EXPECT_EQ(c, (Vec3{0.f, 2.f, 0.25f}));
+  EXPECT_FALSE(std::signbit(c[0]));
+  EXPECT_FALSE(std::signbit(clean_spot({-0.f, 0.f, 0.f})[0]));
+  EXPECT_EQ(clean_spot({-3.5f, 12.3456f, 1e6f}), (Vec3{-3.5f, 12.3456f, 1e6f}));
 }
 
 TEST(AiPlacement, BBoxRangeMessages) {
