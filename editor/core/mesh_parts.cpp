@@ -1,6 +1,8 @@
 // Connected parts of a mesh (see mesh_parts.h): union-find over corners, with corners at the same position joined.
 #include "mesh_parts.h"
 
+#include "math.h"
+
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -47,7 +49,8 @@ std::vector<Mesh> split_parts(const Mesh& m) {
     return ka < kb || (ka == kb && a < b);
   });
   for (size_t i = 1; i < n; ++i)
-    if (position_bits(m.positions[order[i]]) == position_bits(m.positions[order[i - 1]])) join(p, order[i - 1], order[i]);
+    if (position_bits(m.positions[order[i]]) == position_bits(m.positions[order[i - 1]]))
+      join(p, order[i - 1], order[i]);
   for (const auto& t : m.triangles) {
     if (t[0] >= n || t[1] >= n || t[2] >= n) continue;  // a face past the vertex list belongs to no part
     join(p, t[0], t[1]);
@@ -81,14 +84,10 @@ std::vector<Mesh> split_parts(const Mesh& m) {
 }
 
 Vec3 base_centre(const Mesh& m) {
-  if (m.positions.empty()) return {0.f, 0.f, 0.f};
-  Vec3 lo = m.positions[0], hi = m.positions[0];
-  for (const Vec3& v : m.positions)
-    for (int a = 0; a < 3; ++a) {
-      lo[a] = std::min(lo[a], v[a]);
-      hi[a] = std::max(hi[a], v[a]);
-    }
-  return {0.5f * (lo[0] + hi[0]), lo[1], 0.5f * (lo[2] + hi[2])};
+  const Aabb b = mesh_bounds(m);
+  if (!b.valid()) return {0.f, 0.f, 0.f};
+  const glm::vec3 c = b.center();
+  return {c.x, b.min.y, c.z};
 }
 
 }  // namespace cubeforge::editor

@@ -98,7 +98,6 @@ __device__ __forceinline__ uint4 ld_weight(const void* p) {
                : "l"(p));
   return r;
 }
-// Activations written by earlier kernels: L2 only (never a stale L1 line).
 // 16-byte global -> shared copy that does not hold a register while in flight (cp.async, L2 only), and its fences.
 __device__ __forceinline__ void cp_async16(void* smem_dst, const void* src) {
   const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(smem_dst));
@@ -110,6 +109,7 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
+// Activations written by earlier kernels: L2 only (never a stale L1 line).
 __device__ __forceinline__ uint4 ld_cg16(const void* p) { return __ldcg(reinterpret_cast<const uint4*>(p)); }
 __device__ __forceinline__ float4 ld_cg_f4(const float* p) { return __ldcg(reinterpret_cast<const float4*>(p)); }
 

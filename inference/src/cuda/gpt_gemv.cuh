@@ -349,7 +349,8 @@ __device__ __forceinline__ size_t gemv_stage_input(const GemvParams& p, unsigned
     off = ((size_t)2 * R * AST * 2 + 15) & ~size_t(15);
     float2* st = reinterpret_cast<float2*>(smem + off);
     off += 16 * sizeof(float2);
-    // more rows than G items per thread cover in one round: the rows staged whole (gemv_ln_stage_bytes)
+    // more rows than G items per thread cover in one round: the rows staged whole (gemv_ln_staged; host side:
+    // Gemv1::smem)
     float* xs = nullptr;
     if (STAGE && gemv_ln_staged<K>(R, G, NW * 32)) {
       xs = reinterpret_cast<float*>(smem + off);
@@ -663,7 +664,7 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
   const int ks = (int)blockIdx.x % KSPLIT, kbase = ks * KS;
   // NSM > 0: LN input items one at a time (fewer live registers next to the two weight sets)
   // the input rows staged in shared memory where they take more than one round (3-8 rows, qkv: session 18, batch 4
-  // -1.1% / -0.4%); not in the NSM kernels (one prompt: +9 registers and +0.8% / +1.6% TPOT when staged there)
+  // -1.2% / -0.5%); not in the NSM kernels (one prompt: +9 registers and +0.8% / +1.6% TPOT when staged there)
   const size_t off = gemv_stage_input<K, NW, LN, (NSM > 0 ? 1 : 2), NSM == 0>(p, smem, R, kbase, kbase + KS);
   const bool act_s = LN || p.act_smem;
   float* red = reinterpret_cast<float*>(smem + off);
