@@ -99,8 +99,6 @@ struct Gemv1 : GemvInput<K, EPI != EPI_RESID> {
   static size_t smem(int R, bool act) {
     size_t s = LN ? act_bytes(R) + 16 * sizeof(float2) : (act ? act_bytes(R) : 0);
     if (LN && NSM == 0 && gemv_ln_staged<K>(R, 2, NW * 32)) s += (size_t)R * K * 4;  // staged input rows
-    else if (EPI == EPI_QKV && NSM > 0 && gemv_ln_second_round<K>(R, NW * 32))
-      s += (size_t)(R * (K / 8) - NW * 32) * 32;  // the prologue's second round
     const size_t ws = (NSM > 0 ? 16 : 0) + (size_t)NSM * (K / KSPLIT / (32 * NW)) * NTILE * NW * 32 * 16;  // mbarrier + weight items
     return ws + s + (size_t)NW * NTILE * 128 * 4 + (size_t)MAXT * 16 * NT * 4 + 32 * 4;
   }

@@ -182,20 +182,10 @@ __device__ __forceinline__ void gemv_epilogue(const GemvParams& p, float* outs, 
 // rest G at a time, so the stats and X round trips to L2 overlap and the X loads are batched.
 template <int K, int NW, int G>
 __device__ __forceinline__ void gemv_ln_prologue(const GemvParams& p, bf16* act, float2* st, int R,
-                                                 float* xs = nullptr, float* xr = nullptr) {
+                                                 float* xs = nullptr) {
   constexpr int AST = K + 32, NTHR = NW * 32, K8 = K / 8;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int n = R * K8;
-  // xr (session 19, G = 1, two rounds): the second round's item of this thread is copied into shared memory by
-  // cp.async beside the first round's register loads, so both rounds are one L2 round trip. Each thread reads back
-  // only its own copies (cp.async.wait_group makes them visible to it): no barrier, no register set.
-  const int v2 = threadIdx.x + NTHR;
-  if (xr && v2 < n) {
-    const int r = v2 / K8, k8 = (v2 % K8) * 8;
-    cp_async16(xr + (size_t)threadIdx.x * 8, p.X + (size_t)r * D + k8);
-    cp_async16(xr + (size_t)threadIdx.x * 8 + 4, p.X + (size_t)r * D + k8 + 4);
-    cp_async_commit();
-  }
   // xs (session 18): the rows are copied whole into shared memory by cp.async first (no registers held, all of them
   // in flight at once), so the prologue is one L2 round trip where G items per thread would need several rounds.
   if (xs) {
@@ -262,17 +252,6 @@ __device__ __forceinline__ void gemv_ln_prologue(const GemvParams& p, bf16* act,
     return;
   }
   __syncthreads();
-  if (xr) {
-#pragma unroll
-    for (int i = 0; i < G; ++i)
-      if ((int)threadIdx.x + i * NTHR < n) put(threadIdx.x + i * NTHR, xa[i], xb[i]);
-    if (v2 < n) {
-      cp_async_wait<0>();
-      const float* src = xr + (size_t)threadIdx.x * 8;
-      put(v2, *reinterpret_cast<const float4*>(src), *reinterpret_cast<const float4*>(src + 4));
-    }
-    return;
-  }
   for (int base = threadIdx.x; base < n; base += G * NTHR) {
     if (base != (int)threadIdx.x) issue(base);
 #pragma unroll
@@ -358,17 +337,11 @@ template <int K>
 __host__ __device__ constexpr bool gemv_ln_staged(int R, int G, int nthr) {
   return R * (K / 8) > G * nthr;
 }
-// Whether a one-item-per-thread LN prologue (G = 1, the NSM qkv) copies its second round into shared memory
-// (gemv_ln_prologue's xr): exactly two rounds. Its (R * K / 8 - nthr) items of 32 bytes follow the row stats.
-template <int K>
-__host__ __device__ constexpr bool gemv_ln_second_round(int R, int nthr) {
-  return R * (K / 8) > nthr && R * (K / 8) <= 2 * nthr;
-}
 
 // A GEMV's input in shared memory (hi rows [R][K + 32], then lo rows), followed by a block barrier: the LN prologue
 // of the residual stream (LN GEMVs) or the staged non-LN input, columns [k0, k1) (p.act_smem), or nothing. Returns
 // the byte offset where the GEMV's other shared arrays start.
-template <int K, int NW, bool LN, int G, bool STAGE = false, bool SECOND = false>
+template <int K, int NW, bool LN, int G, bool STAGE = false>
 __device__ __forceinline__ size_t gemv_stage_input(const GemvParams& p, unsigned char* smem, int R, int k0, int k1) {
   constexpr int AST = K + 32;
   size_t off = 0;
@@ -378,15 +351,12 @@ __device__ __forceinline__ size_t gemv_stage_input(const GemvParams& p, unsigned
     off += 16 * sizeof(float2);
     // more rows than G items per thread cover in one round: the rows staged whole (gemv_ln_staged; host side:
     // Gemv1::smem)
-    float *xs = nullptr, *xr = nullptr;
+    float* xs = nullptr;
     if (STAGE && gemv_ln_staged<K>(R, G, NW * 32)) {
       xs = reinterpret_cast<float*>(smem + off);
       off += (size_t)R * K * 4;
-    } else if (SECOND && G == 1 && gemv_ln_second_round<K>(R, NW * 32)) {
-      xr = reinterpret_cast<float*>(smem + off);
-      off += (size_t)(R * (K / 8) - NW * 32) * 32;
     }
-    gemv_ln_prologue<K, NW, G>(p, reinterpret_cast<bf16*>(smem), st, R, xs, xr);
+    gemv_ln_prologue<K, NW, G>(p, reinterpret_cast<bf16*>(smem), st, R, xs);
     __syncthreads();
   } else if (p.act_smem) {
     off = ((size_t)2 * R * AST * 2 + 15) & ~size_t(15);
@@ -694,10 +664,8 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
   const int ks = (int)blockIdx.x % KSPLIT, kbase = ks * KS;
   // NSM > 0: LN input items one at a time (fewer live registers next to the two weight sets)
   // the input rows staged in shared memory where they take more than one round (3-8 rows, qkv: session 18, batch 4
-  // -1.2% / -0.5%); not in the NSM kernels (one prompt: +9 registers and +0.8% / +1.6% TPOT when staged there),
-  // where the qkv copies only its prologue's second round (gemv_ln_second_round, session 19; the gate/up would spill)
-  constexpr bool SECOND = NSM > 0 && EPI == EPI_QKV;
-  const size_t off = gemv_stage_input<K, NW, LN, (NSM > 0 ? 1 : 2), NSM == 0, SECOND>(p, smem, R, kbase, kbase + KS);
+  // -1.2% / -0.5%); not in the NSM kernels (one prompt: +9 registers and +0.8% / +1.6% TPOT when staged there)
+  const size_t off = gemv_stage_input<K, NW, LN, (NSM > 0 ? 1 : 2), NSM == 0>(p, smem, R, kbase, kbase + KS);
   const bool act_s = LN || p.act_smem;
   float* red = reinterpret_cast<float*>(smem + off);
   float* outs = red + NW * NTILE * 128;  // [MAXT][16][NT]
