@@ -1,11 +1,14 @@
 // Variations of one prompt (GenerationRequest::variations, Cube3D::generate_token_variations / generate_variations):
 // variation v is the single generation of seed + v on every path; a batching token backend gets the variations in
-// chunks of its size, its events are renumbered, and a failure finishes them on the CPU; previews, meshes, validation.
+// chunks of its size, its events are renumbered, and a failure finishes them on the CPU; previews, meshes, validation;
+// with a GPU shape stage, each variation's clean-up (overlapped with the next one's GPU work) gives what
+// tokens_to_mesh gives.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <set>
+#include <thread>
 
 #include "cubeforge/cube3d.h"
 #include "cubeforge/error.h"
@@ -195,6 +198,55 @@ TEST_F(VariationsTest, MeshesAndPreviewsOfEveryVariation) {
   const auto alone = model_->generate(one, mo);
   EXPECT_EQ(alone.tokens, res[1].tokens);
   EXPECT_EQ(alone.mesh.positions, res[1].mesh.positions);
+}
+
+// A GPU shape stage stand-in: a mesh that depends on the tokens and that clean-up changes (a small far-away piece
+// for the component filter, an offset for the base pivot), made on the calling thread, which it records.
+class FakeShapeStage : public ShapeBackend {
+ public:
+  std::vector<std::thread::id> threads;
+  std::string name() const override { return "fake-gpu-shape"; }
+  Mesh tokens_to_mesh(const std::vector<int>& tokens, const MeshOptions&, const CancelToken*,
+                      GenerationStats* st) override {
+    threads.push_back(std::this_thread::get_id());
+    const float s = 0.5f + 0.01f * float(tokens[0] % 50), x = 0.3f + 0.001f * float(tokens[1] % 100);
+    Mesh m;
+    m.positions = {{x, 0.2f, 0}, {x + s, 0.2f, 0}, {x, 0.2f + s, 0}, {x, 0.2f, s},
+                   {2, 0.2f, 0}, {2.01f, 0.2f, 0}, {2, 0.21f, 0}};
+    m.triangles = {{0, 1, 2}, {0, 2, 3}, {0, 3, 1}, {1, 3, 2}, {4, 5, 6}};
+    st->points_evaluated = 11;
+    return m;
+  }
+  Mesh preview_mesh(const std::vector<int>&, int, const AdaptiveOptions&, const CancelToken*) override { return {}; }
+};
+
+TEST_F(VariationsTest, GpuShapeStageCleansEveryVariationLikeTokensToMesh) {
+  install_fake()->batch = 4;
+  auto owned = std::make_unique<FakeShapeStage>();
+  FakeShapeStage* shape = owned.get();
+  model_->set_shape_backend(std::move(owned));
+  MeshOptions mo = cftest::coarse_mesh();
+  mo.base_pivot = true;
+  std::vector<std::string> stages;
+  const auto res = model_->generate_variations(request(3), mo, {}, {}, {}, nullptr,
+                                               [&](const std::string& s) { stages.push_back(s); });
+  ASSERT_EQ(res.size(), 3u);
+  // Each variation's stages in order, from the calling thread (the clean-up of one overlaps the next's GPU work).
+  EXPECT_EQ(stages, (std::vector<std::string>{"gpt", "latents", "cleanup", "latents", "cleanup", "latents", "cleanup"}));
+  ASSERT_EQ(shape->threads.size(), 3u);
+  for (const auto& t : shape->threads) EXPECT_EQ(t, std::this_thread::get_id());
+  for (int v = 0; v < 3; ++v) {
+    GenerationStats st;
+    const Mesh m = model_->tokens_to_mesh(res[v].tokens, mo, nullptr, &st);
+    EXPECT_EQ(m.triangles.size(), 4u);  // the far-away piece is filtered
+    EXPECT_EQ(res[v].mesh.positions, m.positions) << "variation " << v;
+    EXPECT_EQ(res[v].mesh.triangles, m.triangles) << "variation " << v;
+    EXPECT_EQ(res[v].stats.shape_backend, "fake-gpu-shape");
+    EXPECT_EQ(res[v].stats.points_evaluated, 11u);
+    EXPECT_GE(res[v].stats.total_ms, res[v].stats.cleanup_ms);
+  }
+  EXPECT_NE(res[0].mesh.positions, res[1].mesh.positions);  // the variations' own meshes, not one of them thrice
+  EXPECT_NE(res[1].mesh.positions, res[2].mesh.positions);
 }
 
 }  // namespace

@@ -125,8 +125,10 @@ class Cube3D {
   ShapeResult generate(const GenerationRequest& req, const MeshOptions& mesh, const TokenCallback& on_token = {},
                        const PreviewCallback& on_preview = {}, const PreviewOptions& preview = {},
                        const CancelToken* cancel = nullptr, const StageCallback& on_stage = {});
-  // Prompt → req.variations meshes (generate_token_variations, then each variation's tokens → mesh in turn). Previews
-  // follow the first variation still decoding (all of them decode together on a GPU batch: variation 0).
+  // Prompt → req.variations meshes (generate_token_variations, then each variation's tokens → mesh in turn; with a
+  // GPU shape stage, a variation's CPU clean-up overlaps the next one's GPU work). Previews follow the first
+  // variation still decoding (all of them decode together on a GPU batch: variation 0). on_stage reports each
+  // variation's stages in order ("latents" ... "cleanup"), from the calling thread.
   std::vector<ShapeResult> generate_variations(const GenerationRequest& req, const MeshOptions& mesh,
                                                const TokenCallback& on_token = {}, const PreviewCallback& on_preview = {},
                                                const PreviewOptions& preview = {}, const CancelToken* cancel = nullptr,
@@ -171,6 +173,11 @@ class Cube3D {
 
  private:
   Cube3D() = default;
+  // tokens_to_mesh in two halves: the surface (GPU shape stage, or the CPU one; fills stats' shape-stage fields) and
+  // its clean-up (CPU only, touches nothing but mesh and st: safe on another thread).
+  Mesh surface_mesh(const std::vector<int>& tokens, const MeshOptions& mesh, const CancelToken* cancel,
+                    GenerationStats& st, const StageCallback& on_stage) const;
+  static void clean_surface(Mesh& mesh, const MeshOptions& opt, GenerationStats& st);
   // The request's text stage: CLIP of the prompt (and of the unconditional branch's text, cached) → cond [B, s, D];
   // fills the prompt checks and text_backend of stats.
   std::vector<float> encode_request(const GenerationRequest& req, GenerationStats& stats);

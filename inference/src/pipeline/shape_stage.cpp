@@ -1,10 +1,13 @@
 // Tokens → mesh and the live preview for Cube3D: latent decode, occupancy grid (dense or adaptive), marching cubes
 // with the reference conventions, clean-up; and the full prompt → mesh generation with previews every K tokens,
-// K grown adaptively so previews cost at most PreviewOptions::max_overhead of the decode time.
+// K grown adaptively so previews cost at most PreviewOptions::max_overhead of the decode time. Variations' shape
+// stages are pipelined when the GPU meshes: one variation's CPU clean-up beside the next one's GPU work.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
+#include <future>
 
 #include "cubeforge/cube3d.h"
 #include "cubeforge/error.h"
@@ -59,22 +62,32 @@ OccupancyMode occupancy_mode_from_string(const std::string& s) {
 
 Mesh Cube3D::tokens_to_mesh(const std::vector<int>& tokens, const MeshOptions& opt, const CancelToken* cancel,
                             GenerationStats* stats, const StageCallback& on_stage) const {
+  GenerationStats local;
+  GenerationStats& st = stats ? *stats : local;
+  Mesh mesh = surface_mesh(tokens, opt, cancel, st, on_stage);
+  if (on_stage) on_stage("cleanup");
+  clean_surface(mesh, opt, st);
+  return mesh;
+}
+
+void Cube3D::clean_surface(Mesh& mesh, const MeshOptions& opt, GenerationStats& st) {
+  const auto t = Clock::now();
+  cleanup(mesh, opt);
+  st.cleanup_ms = ms_since(t);
+}
+
+Mesh Cube3D::surface_mesh(const std::vector<int>& tokens, const MeshOptions& opt, const CancelToken* cancel,
+                          GenerationStats& st, const StageCallback& on_stage) const {
   grid_points_per_axis(opt.resolution_base);  // validates rb (throws Error outside 4..9)
   auto stage = [&](const char* s) {
     if (on_stage) on_stage(s);
   };
-  GenerationStats local;
-  GenerationStats& st = stats ? *stats : local;
   st.shape_backend = "cpu";
   if (shape_backend_) {
     try {
       stage("latents");  // the GPU backend runs latents, occupancy and meshing in one call
       Mesh mesh = shape_backend_->tokens_to_mesh(tokens, opt, cancel, &st);
       st.shape_backend = shape_backend_->name();
-      auto t = Clock::now();
-      stage("cleanup");
-      cleanup(mesh, opt);
-      st.cleanup_ms = ms_since(t);
       return mesh;
     } catch (const Cancelled&) {
       throw;
@@ -104,10 +117,6 @@ Mesh Cube3D::tokens_to_mesh(const std::vector<int>& tokens, const MeshOptions& o
   stage("meshing");
   Mesh mesh = grid_to_mesh(grid);
   st.meshing_ms = ms_since(t);
-  t = Clock::now();
-  stage("cleanup");
-  cleanup(mesh, opt);
-  st.cleanup_ms = ms_since(t);
   return mesh;
 }
 
@@ -191,6 +200,14 @@ std::vector<ShapeResult> Cube3D::generate_variations(const GenerationRequest& re
   std::vector<TokenResult> tokens = generate_token_variations(req, token_cb, cancel);
   throw_if_cancelled(cancel);
   std::vector<ShapeResult> out(tokens.size());
+  // With a GPU shape stage, variation v's clean-up (CPU) runs on a helper thread while the GPU meshes variation
+  // v + 1; on the CPU path the shape stage already uses every core, so they run in turn. Declared after `out`: an
+  // exception (cancel) unwinds through the future's destructor, which waits for the clean-up still using out[v].
+  std::future<void> cleaning;
+  auto finish = [&](ShapeResult& res) {
+    clean_surface(res.mesh, mopt, res.stats);
+    res.stats.total_ms = ms_since(t0);
+  };
   for (size_t v = 0; v < tokens.size(); ++v) {
     ShapeResult& res = out[v];
     res.tokens = std::move(tokens[v].tokens);
@@ -198,8 +215,13 @@ std::vector<ShapeResult> Cube3D::generate_variations(const GenerationRequest& re
     res.stats.previews = previews.previews;
     res.stats.preview_ms_total = previews.preview_ms_total;
     res.stats.first_preview_ms = previews.first_preview_ms;
-    res.mesh = tokens_to_mesh(res.tokens, mopt, cancel, &res.stats, on_stage);
-    res.stats.total_ms = ms_since(t0);
+    res.mesh = surface_mesh(res.tokens, mopt, cancel, res.stats, on_stage);
+    if (cleaning.valid()) cleaning.get();  // the previous variation's clean-up (rethrows its error)
+    if (on_stage) on_stage("cleanup");
+    if (shape_backend_ && v + 1 < tokens.size())
+      cleaning = std::async(std::launch::async, finish, std::ref(res));
+    else
+      finish(res);
   }
   return out;
 }
