@@ -10,6 +10,10 @@
 // multi-component analytic field. Prints a hash of each clean-up result, so runs of two builds can be compared.
 // --cold fixes glibc's mmap threshold at 128 KiB, so every large buffer is fresh memory (page faults included), as for
 // the first clean-up in a process or after glibc gave freed memory back; without it, repetitions reuse the heap.
+//   cubeforge-bench-mesh --decimate [--cap N] [--model DIR] [--prompts "a;b"] [--rb R] [--cache DIR] [--reps N]
+// Decimation mode (builds with mesh IO): the same meshes after the shape stage's clean-up, decimated to the cap in
+// one meshoptimizer pass and with the parallel cell pre-reduction (DecimateOptions::cells): median time, faces, the
+// error meshoptimizer reports, and the Chamfer / Hausdorff distance to the undecimated mesh.
 #include <malloc.h>
 #include <omp.h>
 
@@ -28,6 +32,10 @@
 #include "cubeforge/grid.h"
 #include "cubeforge/marching_cubes.h"
 #include "cubeforge/mesh_cleanup.h"
+#include "cubeforge/mesh_metrics.h"
+#if CUBEFORGE_HAVE_MESH_IO
+#include "cubeforge/mesh_io.h"
+#endif
 #include "cubeforge/mesh_metrics.h"
 #include "cubeforge/shape_model.h"
 
@@ -215,13 +223,45 @@ int bench_cleanup(const std::vector<NamedMesh>& meshes, int reps) {
   return 0;
 }
 
+#if CUBEFORGE_HAVE_MESH_IO
+// Decimation to the cap in one pass vs with the parallel cell pre-reduction, on the cleaned meshes.
+int bench_decimate(const std::vector<NamedMesh>& meshes, size_t cap, int reps) {
+  std::printf("== decimation to %zu faces (%d threads), median of %d ==\n", cap, omp_get_max_threads(), reps);
+  std::printf("%-16s %8s %6s %9s %8s %9s %9s %9s\n", "mesh", "faces", "cells", "ms", "faces", "error", "chamfer",
+              "hausdorff");
+  for (const auto& nm : meshes) {
+    Mesh clean = nm.mesh;
+    CleanupOptions co;
+    co.merge_epsilon = 1e-5f;
+    co.min_component_ratio = 0.15f;
+    cleanup_mesh(clean, co);
+    for (int cells : {1, 8}) {
+      DecimateOptions o;
+      o.max_faces = cap;
+      o.cells = cells;
+      Mesh out;
+      DecimateResult r;
+      const double t = median_ms(reps, [&] {
+        out = clean;
+        r = decimate_mesh(out, o);
+      });
+      const ChamferResult d = chamfer_distance(clean, out, 20000);
+      std::printf("%-16s %8zu %6d %9.1f %8zu %9.5f %9.5f %9.5f\n", nm.name.c_str(), clean.face_count(), r.cells, t,
+                  out.face_count(), double(r.error), d.chamfer, d.hausdorff);
+    }
+  }
+  return 0;
+}
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int reps = 5, max_rb = 8, threads = 0, coarse_rb = 5, rb = 8;
   double cost_ns = 1000;
   float margin = 0.02f;
-  bool cleanup = false;
+  bool cleanup = false, decimate = false;
+  size_t cap = 20000;
   std::string model_dir = "assets/default-model", cache,
               prompts = "a tall wooden chair with a high back;a red car with four wheels;a pine tree with three "
                                       "tiers;a two-story house with a chimney";
@@ -240,6 +280,8 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--margin")) margin = float(std::atof(next("--margin")));
     else if (!std::strcmp(argv[i], "--coarse-rb")) coarse_rb = std::atoi(next("--coarse-rb"));
     else if (!std::strcmp(argv[i], "--cleanup")) cleanup = true;
+    else if (!std::strcmp(argv[i], "--decimate")) decimate = true;
+    else if (!std::strcmp(argv[i], "--cap")) cap = size_t(std::max(1, std::atoi(next("--cap"))));
     else if (!std::strcmp(argv[i], "--model")) model_dir = next("--model");
     else if (!std::strcmp(argv[i], "--prompts")) prompts = next("--prompts");
     else if (!std::strcmp(argv[i], "--rb")) rb = std::clamp(std::atoi(next("--rb")), 4, 9);
@@ -248,13 +290,22 @@ int main(int argc, char** argv) {
     else {
       std::fprintf(stderr,
                    "usage: %s [--reps N] [--cost-ns NS] [--max-rb R] [--threads T] [--margin M] [--coarse-rb C]\n"
-                   "       %s --cleanup [--model DIR] [--prompts \"a;b\"] [--rb R] [--cache DIR] [--reps N] [--cold]\n",
-                   argv[0], argv[0]);
+                   "       %s --cleanup [--model DIR] [--prompts \"a;b\"] [--rb R] [--cache DIR] [--reps N] [--cold]\n"
+                   "       %s --decimate [--cap N] [--model DIR] [--prompts \"a;b\"] [--rb R] [--cache DIR] [--reps N]\n",
+                   argv[0], argv[0], argv[0]);
       return 2;
     }
   }
   if (threads > 0) omp_set_num_threads(threads);
   if (cleanup) return bench_cleanup(cleanup_inputs(model_dir, prompts, rb, cache), reps);
+  if (decimate) {
+#if CUBEFORGE_HAVE_MESH_IO
+    return bench_decimate(cleanup_inputs(model_dir, prompts, rb, cache), cap, reps);
+#else
+    std::fprintf(stderr, "--decimate needs a build with mesh IO (CUBEFORGE_WITH_MESH_IO)\n");
+    return 2;
+#endif
+  }
   std::printf("cubeforge-bench-mesh: %d threads, median of %d runs\n\n", omp_get_max_threads(), reps);
 
   struct NamedField {

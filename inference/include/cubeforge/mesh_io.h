@@ -48,12 +48,19 @@ struct DecimateOptions {
   float target_error = 0.01f;   // first relative error bound (of the mesh extent); relaxed x4 until the cap is met
   float max_error = 1.0f;       // give up relaxing at this bound, then fall back to sloppy simplification
   bool lock_border = false;     // keep open borders (meshopt_SimplifyLockBorder)
+  // Large meshes (>= cells_min_faces and >= 4x the cap) are first reduced in `cells` k-d cells of equal face counts
+  // on all cores (OpenMP), each to cell_overshoot x its share of the cap with its cut edges locked, then finished
+  // as a whole. The cells depend on the mesh only, so the result does not depend on the number of cores. 1: off.
+  int cells = 8;
+  size_t cells_min_faces = 65536;
+  float cell_overshoot = 1.5f;
 };
 struct DecimateResult {
   size_t faces_before = 0, faces_after = 0;
   size_t vertices_before = 0, vertices_after = 0;
-  float error = 0.0f;           // meshoptimizer's relative error of the result
+  float error = 0.0f;           // meshoptimizer's relative error of the result (cells: their largest + the final pass's)
   bool sloppy = false;          // the topology-preserving simplifier could not reach the cap
+  int cells = 0;                // cells of the parallel pre-reduction (0: one pass over the whole mesh)
 };
 // Simplifies in place to at most max_faces faces (no-op when already below), then removes the degenerate and
 // back-to-back faces the collapses can leave (remove_degenerate_faces) and unreferenced vertices; keeps colours,
