@@ -225,7 +225,8 @@ int run(int argc, char** argv) {
                                  {"faces", r.mesh.face_count()}, {"faces_before_decimation", written[v].faces_before},
                                  {"backend", r.stats.backend}, {"gpt_ms", r.stats.gpt_ms},
                                  {"latent_decode_ms", r.stats.latent_ms}, {"occupancy_ms", r.stats.occupancy_ms},
-                                 {"meshing_ms", r.stats.meshing_ms}, {"total_ms", r.stats.total_ms}});
+                                 {"meshing_ms", r.stats.meshing_ms}, {"cleanup_ms", r.stats.cleanup_ms},
+                                 {"total_ms", r.stats.total_ms}});
     }
   }
   if (json) {

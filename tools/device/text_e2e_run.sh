@@ -43,7 +43,8 @@ keys = ["backend", "text_backend", "shape_backend", "runs_total_ms", "load_ms", 
 for k in keys: print(f"  {k}: {j.get(k)}")
 for v in j.get("variations", []):
     print(f"  variation seed {v['seed']}: tokens_fnv1a {v['tokens_fnv1a']} vertices {v['vertices']} "
-          f"gpt_ms {v['gpt_ms']:.1f} total_ms {v['total_ms']:.1f} backend {v['backend']}")
+          f"gpt_ms {v['gpt_ms']:.1f} cleanup_ms {v.get('cleanup_ms', 0):.1f} total_ms {v['total_ms']:.1f} "
+          f"backend {v['backend']}")
 PY
 }
 same_tokens() {  # LOG_OF_VARIATIONS INDEX LOG_OF_SINGLE: is variation INDEX the single generation's token list?
@@ -124,6 +125,12 @@ for v in 01 05; do
       --seed 9 --backend auto --resolution $RB --no-output --repeat 2 --warm-up --json
   summary "$L/var$v.log" || tail -20 "$L/var$v.log"
   same_tokens "$L/var$v.log" 2 "$L/one$v.log" || tail -5 "$L/one$v.log"
+  # the same variations with each clean-up after its shape stage instead of beside the next one (session 19's
+  # overlap off): the baseline of the overlap
+  run var${v}_serial 200 env CUBEFORGE_SERIAL_CLEANUP=1 /tmp/cubeforge-gen generate --model "$M" \
+      -p "a tall wooden chair with a high back" $bbox --top-p 0.9 --seed 7 --variations 4 --backend auto \
+      --resolution $RB --no-output --repeat 2 --warm-up --json
+  summary "$L/var${v}_serial.log" || tail -20 "$L/var${v}_serial.log"
   rm -rf "$M"
 done
 tar -C "$L" -czf "$OUT/text-e2e-logs.tgz" .

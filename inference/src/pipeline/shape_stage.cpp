@@ -6,8 +6,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <future>
+#include <string>
 
 #include "cubeforge/cube3d.h"
 #include "cubeforge/error.h"
@@ -203,6 +205,11 @@ std::vector<ShapeResult> Cube3D::generate_variations(const GenerationRequest& re
   // With a GPU shape stage, variation v's clean-up (CPU) runs on a helper thread while the GPU meshes variation
   // v + 1; on the CPU path the shape stage already uses every core, so they run in turn. Declared after `out`: an
   // exception (cancel) unwinds through the future's destructor, which waits for the clean-up still using out[v].
+  // (CUBEFORGE_SERIAL_CLEANUP=1: in turn, the measurement baseline of this overlap)
+  static const bool serial = [] {
+    const char* e = std::getenv("CUBEFORGE_SERIAL_CLEANUP");
+    return e && std::string(e) == "1";
+  }();
   std::future<void> cleaning;
   auto finish = [&](ShapeResult& res) {
     clean_surface(res.mesh, mopt, res.stats);
@@ -218,7 +225,7 @@ std::vector<ShapeResult> Cube3D::generate_variations(const GenerationRequest& re
     res.mesh = surface_mesh(res.tokens, mopt, cancel, res.stats, on_stage);
     if (cleaning.valid()) cleaning.get();  // the previous variation's clean-up (rethrows its error)
     if (on_stage) on_stage("cleanup");
-    if (shape_backend_ && v + 1 < tokens.size())
+    if (shape_backend_ && !serial && v + 1 < tokens.size())
       cleaning = std::async(std::launch::async, finish, std::ref(res));
     else
       finish(res);
