@@ -1,7 +1,7 @@
 // Variations of one prompt (GenerationRequest::variations, Cube3D::generate_token_variations / generate_variations):
 // variation v is the single generation of seed + v on every path; a batching token backend gets the variations in
 // chunks of its size, its events are renumbered, and a failure finishes them on the CPU; previews, meshes, validation;
-// with a GPU shape stage, each variation's clean-up (overlapped with the next one's GPU work) gives what
+// with a GPU shape stage, each variation's clean-up (in parallel, beside the next ones' GPU work) gives what
 // tokens_to_mesh gives.
 #include <gtest/gtest.h>
 
@@ -231,7 +231,7 @@ TEST_F(VariationsTest, GpuShapeStageCleansEveryVariationLikeTokensToMesh) {
   const auto res = model_->generate_variations(request(3), mo, {}, {}, {}, nullptr,
                                                [&](const std::string& s) { stages.push_back(s); });
   ASSERT_EQ(res.size(), 3u);
-  // Each variation's stages in order, from the calling thread (the clean-up of one overlaps the next's GPU work).
+  // Each variation's stages in order, from the calling thread (the clean-ups run beside the next variations' GPU work).
   EXPECT_EQ(stages, (std::vector<std::string>{"gpt", "latents", "cleanup", "latents", "cleanup", "latents", "cleanup"}));
   ASSERT_EQ(shape->threads.size(), 3u);
   for (const auto& t : shape->threads) EXPECT_EQ(t, std::this_thread::get_id());

@@ -126,7 +126,7 @@ class Cube3D {
                        const PreviewCallback& on_preview = {}, const PreviewOptions& preview = {},
                        const CancelToken* cancel = nullptr, const StageCallback& on_stage = {});
   // Prompt → req.variations meshes (generate_token_variations, then each variation's tokens → mesh in turn; with a
-  // GPU shape stage, a variation's CPU clean-up overlaps the next one's GPU work). Previews follow the first
+  // GPU shape stage, the variations' CPU clean-ups run in parallel beside the GPU work of the next ones). Previews follow the first
   // variation still decoding (all of them decode together on a GPU batch: variation 0). on_stage reports each
   // variation's stages in order ("latents" ... "cleanup"), from the calling thread.
   std::vector<ShapeResult> generate_variations(const GenerationRequest& req, const MeshOptions& mesh,

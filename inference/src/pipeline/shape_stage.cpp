@@ -1,7 +1,7 @@
 // Tokens → mesh and the live preview for Cube3D: latent decode, occupancy grid (dense or adaptive), marching cubes
 // with the reference conventions, clean-up; and the full prompt → mesh generation with previews every K tokens,
 // K grown adaptively so previews cost at most PreviewOptions::max_overhead of the decode time. Variations' shape
-// stages are pipelined when the GPU meshes: one variation's CPU clean-up beside the next one's GPU work.
+// stages are pipelined when the GPU meshes: the variations' CPU clean-ups run in parallel beside the GPU work.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -202,15 +202,16 @@ std::vector<ShapeResult> Cube3D::generate_variations(const GenerationRequest& re
   std::vector<TokenResult> tokens = generate_token_variations(req, token_cb, cancel);
   throw_if_cancelled(cancel);
   std::vector<ShapeResult> out(tokens.size());
-  // With a GPU shape stage, variation v's clean-up (CPU) runs on a helper thread while the GPU meshes variation
-  // v + 1; on the CPU path the shape stage already uses every core, so they run in turn. Declared after `out`: an
-  // exception (cancel) unwinds through the future's destructor, which waits for the clean-up still using out[v].
+  // With a GPU shape stage, each variation's clean-up (CPU, single-threaded) runs on a helper thread of its own while
+  // the GPU meshes the next variations and the other clean-ups run (the last one on this thread); on the CPU path
+  // the shape stage already uses every core, so they run in turn. Declared after `out`: an exception (cancel)
+  // unwinds through the futures' destructors, which wait for the clean-ups still using out[v].
   // (CUBEFORGE_SERIAL_CLEANUP=1: in turn, the measurement baseline of this overlap)
   static const bool serial = [] {
     const char* e = std::getenv("CUBEFORGE_SERIAL_CLEANUP");
     return e && std::string(e) == "1";
   }();
-  std::future<void> cleaning;
+  std::vector<std::future<void>> cleaning;
   auto finish = [&](ShapeResult& res) {
     clean_surface(res.mesh, mopt, res.stats);
     res.stats.total_ms = ms_since(t0);
@@ -223,13 +224,13 @@ std::vector<ShapeResult> Cube3D::generate_variations(const GenerationRequest& re
     res.stats.preview_ms_total = previews.preview_ms_total;
     res.stats.first_preview_ms = previews.first_preview_ms;
     res.mesh = surface_mesh(res.tokens, mopt, cancel, res.stats, on_stage);
-    if (cleaning.valid()) cleaning.get();  // the previous variation's clean-up (rethrows its error)
     if (on_stage) on_stage("cleanup");
     if (shape_backend_ && !serial && v + 1 < tokens.size())
-      cleaning = std::async(std::launch::async, finish, std::ref(res));
+      cleaning.push_back(std::async(std::launch::async, finish, std::ref(res)));
     else
       finish(res);
   }
+  for (auto& c : cleaning) c.get();  // rethrows a clean-up's error
   return out;
 }
 
