@@ -49,11 +49,11 @@ std::string ms_text(double ms) {
 bool key_pressed(ImGuiKey k) { return ImGui::IsKeyPressed(ImGui::GetKeyIndex(k), false); }
 
 // "variation 2/4" while the CPU decodes (or meshes) them one after the other, "4 variations" while a GPU batch
-// decodes them together ("v2/4" / "x4" in the short form); empty for a single shape.
+// decodes them together or all are decimated at once ("v2/4" / "x4" in the short form); empty for a single shape.
 std::string variations_label(const JobProgress& p, bool short_form = false) {
   if (p.variations <= 1) return {};
   char b[48];
-  if (p.state == JobState::Generating && p.variations_decoding > 1)
+  if ((p.state == JobState::Generating && p.variations_decoding > 1) || p.stage == "decimate")
     std::snprintf(b, sizeof b, short_form ? "x%d" : "%d variations", p.variations);
   else
     std::snprintf(b, sizeof b, short_form ? "v%d/%d" : "variation %d/%d", p.variation + 1, p.variations);

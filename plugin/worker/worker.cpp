@@ -13,6 +13,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <future>
+#include <thread>
 
 namespace cubeforge::ai {
 
@@ -330,7 +332,8 @@ namespace {
 
 // One variation's shape → a result ready to place: decimated to the face cap, base-centred, scaled to fit the bbox,
 // painted with the spec's vertex colour.
-std::shared_ptr<JobOutput> make_output(ShapeResult& r, const JobSpec& spec, int variation, const CancelToken* cancel) {
+std::shared_ptr<JobOutput> make_output(ShapeResult& r, const JobSpec& spec, int variation, const CancelToken* cancel,
+                                       int threads) {
   auto out = std::make_shared<JobOutput>();
   out->variation = variation;
   out->seed = variation_seed(spec.request.seed, variation);
@@ -339,6 +342,7 @@ std::shared_ptr<JobOutput> make_output(ShapeResult& r, const JobSpec& spec, int 
   if (spec.face_cap > 0 && r.mesh.face_count() > spec.face_cap) {
     DecimateOptions d;
     d.max_faces = spec.face_cap;
+    d.threads = threads;
     decimate_mesh(r.mesh, d);
   }
   throw_if_cancelled(cancel);
@@ -477,14 +481,21 @@ void Worker::run_job(const Item& it) {
       fault("meshing", id);
     }
 
-    std::vector<std::shared_ptr<JobOutput>> outs;
-    for (int v = 0; v < variations; ++v) {
-      prog.stage = "decimate";
-      prog.variation = v;
-      post_progress(prog, true);
-      fault("decimate", id);
-      outs.push_back(make_output(results[std::size_t(v)], *spec, v, cancel));
-    }
+    prog.stage = "decimate";
+    prog.variation = 0;
+    post_progress(prog, true);
+    fault("decimate", id);
+    // The variations are finished (decimated, fitted, painted) in parallel, each decimation on its share of the
+    // cores; variation 0 on this thread. The futures are declared after `results`: an exception (cancel) waits for
+    // the others before `results` goes away.
+    const int share = std::max(1, int(std::thread::hardware_concurrency()) / variations);
+    std::vector<std::future<std::shared_ptr<JobOutput>>> others;
+    for (int v = 1; v < variations; ++v)
+      others.push_back(std::async(std::launch::async, [&, v] {
+        return make_output(results[std::size_t(v)], *spec, v, cancel, share);
+      }));
+    std::vector<std::shared_ptr<JobOutput>> outs{make_output(results[0], *spec, 0, cancel, share)};
+    for (auto& f : others) outs.push_back(f.get());
     fault("finish", id);
     throw_if_cancelled(cancel);
     const double wall_ms = now_ms() - t0;  // every result is ready; saving them to the history is not counted

@@ -54,6 +54,7 @@ struct DecimateOptions {
   int cells = 8;
   size_t cells_min_faces = 65536;
   float cell_overshoot = 1.5f;
+  int threads = 0;              // threads for the cells (0: OpenMP's default, all cores)
 };
 struct DecimateResult {
   size_t faces_before = 0, faces_after = 0;

@@ -2,6 +2,7 @@
 // bound, sloppy simplification only as the last resort). Large meshes (a marching-cubes surface at rb 8 has 200-600 K
 // faces) are first reduced in k-d cells on all cores, each cell with its cut edges locked, then finished as a whole.
 #include <meshoptimizer.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -117,7 +118,8 @@ DecimateResult decimate_mesh(Mesh& mesh, const DecimateOptions& o) {
     const int cells = int(cuts.size()) - 1;
     std::vector<std::vector<unsigned>> kept(cells);
     std::vector<float> errs(cells, 0.0f);
-#pragma omp parallel for schedule(dynamic, 1)
+    const int threads = o.threads > 0 ? o.threads : omp_get_max_threads();
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
     for (int c = 0; c < cells; ++c) {
       const size_t n = cuts[c + 1] - cuts[c];
       kept[c] = simplify_cell(mesh, order.data() + cuts[c], n, std::max<size_t>(1, size_t(double(n) * keep)),
