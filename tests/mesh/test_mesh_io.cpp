@@ -233,3 +233,19 @@ TEST(Decimate, CellsMatchOnePassAndDoNotDependOnThreads) {
   EXPECT_EQ(b.triangles, c.triangles);
   EXPECT_EQ(b.positions, c.positions);
 }
+
+// Cells forced onto a small mesh (fewer faces than some cells get): no empty-cell fault, the cap still holds.
+TEST(Decimate, CellsOnASmallMesh) {
+  Mesh m = marching_cubes(evaluate_dense(sphere_field(0.7f), 4));
+  cleanup_mesh(m);
+  ASSERT_GT(m.face_count(), 100u);
+  ASSERT_LT(m.face_count(), 2048u);
+  DecimateOptions o;
+  o.max_faces = 40;
+  o.cells = 2048;  // more cells than faces: some are empty
+  o.cells_min_faces = 0;
+  const DecimateResult r = decimate_mesh(m, o);
+  EXPECT_EQ(r.cells, 2048);
+  EXPECT_LE(m.face_count(), 40u);
+  EXPECT_GT(m.face_count(), 0u);
+}

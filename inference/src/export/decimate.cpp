@@ -71,6 +71,8 @@ void kd_cells(const Mesh& m, int cells, std::vector<uint32_t>& order, std::vecto
 // `target` faces. Returns the kept faces as indices of the whole mesh; *err: the error relative to the whole mesh.
 std::vector<unsigned> simplify_cell(const Mesh& m, const uint32_t* faces, size_t n, size_t target, float max_error,
                                     float whole_scale, float* err) {
+  *err = 0.0f;
+  if (n == 0) return {};
   std::unordered_map<uint32_t, unsigned> local;
   local.reserve(n);
   std::vector<uint32_t> global;
