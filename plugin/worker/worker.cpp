@@ -5,6 +5,7 @@
 #include "placement/placement.h"
 
 #include <cubeforge/error.h>
+#include <cubeforge/mesh_cleanup.h>
 #include <cubeforge/mesh_io.h>
 
 #include <sys/resource.h>
@@ -345,6 +346,9 @@ std::shared_ptr<JobOutput> make_output(ShapeResult& r, const JobSpec& spec, int 
     d.threads = threads;
     decimate_mesh(r.mesh, d);
   }
+  // The library's clean-up left the normals out (JobSpec's mesh options): computed here once, on the final faces,
+  // instead of on the full mesh and again after the decimation.
+  if (r.mesh.normals.size() != r.mesh.positions.size()) compute_vertex_normals(r.mesh);
   throw_if_cancelled(cancel);
   const Bounds b = mesh_bounds(r.mesh);
   out->fit_scale = fit_scale(b.size(), spec.request.bbox);
@@ -428,6 +432,7 @@ void Worker::run_job(const Item& it) {
 
     JobSpec run_spec = *spec;
     run_spec.mesh.base_pivot = true;
+    run_spec.mesh.normals = false;  // make_output computes them once, after the decimation
     double first_token_at = -1;
     auto on_token = [&](const TokenEvent& e) {
       counter.add(e);

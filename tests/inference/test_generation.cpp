@@ -381,6 +381,24 @@ TEST_F(GenerationTest, ShapeBackendIsUsedAndFailuresFallBackToCpu) {
   EXPECT_EQ(model_->shape_backend_name(), "cpu");
 }
 
+// MeshOptions::normals off: the same surface without normals (the editor computes them after decimating). Through
+// the GPU stand-in, whose triangle survives the clean-up (the tiny model's shapes may be empty).
+TEST_F(GenerationTest, TokensToMeshCanLeaveNormalsOut) {
+  model_->set_shape_backend(std::make_unique<FakeShapeBackend>());
+  MeshOptions mo;
+  mo.resolution_base = 5;
+  const std::vector<int> ids(model_->config().num_tokens(), 1);
+  const Mesh with = model_->tokens_to_mesh(ids, mo);
+  mo.normals = false;
+  const Mesh without = model_->tokens_to_mesh(ids, mo);
+  model_->set_shape_backend(nullptr);
+  ASSERT_EQ(with.face_count(), 1u);
+  EXPECT_EQ(with.normals.size(), with.vertex_count());
+  EXPECT_TRUE(without.normals.empty());
+  EXPECT_EQ(without.positions, with.positions);
+  EXPECT_EQ(without.triangles, with.triangles);
+}
+
 // The text-tower backend hook (the CUDA text encoder in CUDA builds): used when attached, CPU fall-back on failure.
 class FakeTextBackend : public TextBackend {
  public:

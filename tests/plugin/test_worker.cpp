@@ -484,6 +484,7 @@ TEST(AiWorkerVariations, OneOutputPerVariationWithItsSeed) {
     const Bounds b = mesh_bounds(*out.mesh);
     EXPECT_NEAR(b.min[1], 0.f, 1e-5f);
     EXPECT_NEAR(b.min[0] + b.max[0], 0.f, 1e-5f);
+    EXPECT_EQ(out.mesh->normals.size(), out.mesh->vertex_count());  // computed once, after the decimation
     EXPECT_EQ(out.wall_ms, t.outputs[0]->wall_ms);
   }
   EXPECT_NE(t.outputs[0]->tokens, t.outputs[1]->tokens);

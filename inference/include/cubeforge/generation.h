@@ -82,6 +82,8 @@ struct MeshOptions {
   OccupancyMode mode = OccupancyMode::Adaptive;
   bool remove_small_components = true;       // drop components whose bbox diagonal < 15% of the mesh's
   bool base_pivot = false;                    // centre x/z, lowest point at y = 0 (for placing in a scene)
+  bool normals = true;                        // smooth vertex normals (off: the caller computes them, e.g. after
+                                              // decimating, which would recompute them anyway)
   int coarse_resolution_base = 5;             // adaptive: level evaluated in full
   // Adaptive refinement rule. Default: margin 3 logits at the coarse level, halving per level, no dilation into the
   // last level: on the default model's outputs (8 prompts, rb 6 and 7; `cubeforge-gen adaptive-study`) it gave

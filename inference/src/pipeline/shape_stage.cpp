@@ -33,6 +33,7 @@ void cleanup(Mesh& mesh, const MeshOptions& opt) {
   // ~0 there): exchange formats that print ~7 digits (ASCII FBX) would otherwise collapse them on re-import.
   co.merge_epsilon = 1e-5f;
   co.pivot = opt.base_pivot ? Pivot::BaseCentre : Pivot::None;
+  co.compute_normals = opt.normals;
   cleanup_mesh(mesh, co);
 }
 
