@@ -138,17 +138,16 @@ DecimateResult decimate_mesh(Mesh& mesh, const DecimateOptions& o) {
     r.cells = cells;
   }
 
-  std::vector<unsigned> idx(mesh.face_count() * 3), dst;
+  std::vector<unsigned> idx(mesh.face_count() * 3);
   for (size_t f = 0; f < mesh.face_count(); ++f)
     for (int q = 0; q < 3; ++q) idx[3 * f + q] = mesh.triangles[f][q];
   const size_t target = o.max_faces * 3;
   const unsigned flags = o.lock_border ? meshopt_SimplifyLockBorder : 0u;
   float err = 0.0f;
-  size_t n = mesh.face_count() <= o.max_faces
-                 ? idx.size()
-                 : simplify_relaxed(dst, idx, mesh.positions, target, std::max(o.target_error, 1e-6f), o.max_error,
-                                    flags, &err);
-  if (n == idx.size()) dst = idx;
+  std::vector<unsigned> dst = idx;  // the cells may already have met the cap
+  size_t n = idx.size();
+  if (n > target)
+    n = simplify_relaxed(dst, idx, mesh.positions, target, std::max(o.target_error, 1e-6f), o.max_error, flags, &err);
   if (n > target) {
     dst.resize(idx.size());
     n = meshopt_simplifySloppy(dst.data(), idx.data(), idx.size(), mesh.positions[0].data(), mesh.vertex_count(),
