@@ -154,6 +154,7 @@ using GemvOproj = Gemv<D, 1, 8, 1, EPI_RESID, false, 2, 1>;
 using GemvGateUp = Gemv<D, 2, 8, 1, EPI_SWIGLU, true, 2>;
 using GemvDown = Gemv<F, 1, 8, 4, EPI_RESID, false, 2, 1>;
 using GemvLm = Gemv<D, 1, 8, 1, EPI_LMHEAD, true, 2, 1>;
+static_assert(LMR_REF_NW == 8, "lm_ring_kernel reproduces GemvLm's 8-warp K split (bitwise equal logits)");
 
 struct LayerW {
   bf16 *x_qkv = nullptr, *x_vb = nullptr, *x_o = nullptr, *x_ob = nullptr, *x_gu = nullptr, *x_gub = nullptr,
@@ -243,6 +244,15 @@ struct CudaGptEngine::Impl {
   // Ring slots at r rows: 5 by default, fewer where they do not fit. Session 15: 5 instead of 6 leaves more shared
   // memory beside the MLP blocks for the next kernels' early blocks: batch 4 -1.2% (v0.5) / -0.3% (v0.1), batch 1
   // equal (-0.1%), in three alternating rounds; 4 slots: batch 4 -0.9%, batch 1 +0.2%.
+  // lm_head streamed through a shared-memory ring (gpt_lmhead.cuh, session 20) at <= 8 rows where it fits
+  // (CUBEFORGE_GPT_LM_RING=0: the persistent GemvLm everywhere; CUBEFORGE_GPT_LM_SLOTS: ring slots, default 6).
+  bool lm_ring_on = false;
+  int lm_slots_env = 0;
+  int lm_ring_slots(int r) const {
+    int n = lm_slots_env > 0 ? std::min(lm_slots_env, LMR_MAXSLOTS) : 6;
+    while (n > 2 && lm_ring_smem(r, n) > (size_t)smem_optin) --n;
+    return n;
+  }
   int mlp_slots(int r) const {
     int n = mlp_slots_env > 0 ? std::min(mlp_slots_env, MLP_MAXSLOTS) : 5;
     while (n > 2 && mlp_smem(r, n) > (size_t)smem_optin) --n;
@@ -713,7 +723,13 @@ struct CudaGptEngine::Impl {
     p.tokens = tokens;
     p.host_tokens = h_tokens_dev;
     p.tl = tl_slot("lm_head");
-    GemvLm::run(p, stream, pdl, nsm);
+    if (lm_ring_on && R <= 8) {
+      LmRingParams lq = {p, lm_ring_slots(R), 0};
+      lq.pre = lq.nst;
+      launch(lm_ring_kernel, dim3(Vs / LMR_ROWS), dim3(LMR_THREADS), lm_ring_smem(R, lq.nst), stream, pdl, lq);
+    } else {
+      GemvLm::run(p, stream, pdl, nsm);
+    }
     if (k.topp) {
       ToppParams t = {ctl, dyn, guided, wte, x, stats, tokens, h_tokens_dev, tl_slot("topp")};
       launch(topp_kernel, dim3(P), dim3(TOPP_THREADS), 0, stream, pdl, t);
@@ -958,6 +974,18 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
                      m.mlp_on ? "on" : "off (does not fit)", MLP_NB, m.mlp_slots(std::min(m.Rmax, 2)),
                      MLP_SLOT >> 10, std::min(m.Rmax, 2));
     }
+  }
+  if (const char* lr = std::getenv("CUBEFORGE_GPT_LM_RING"); !lr || std::string(lr) != "0") {
+    if (const char* sl = std::getenv("CUBEFORGE_GPT_LM_SLOTS")) m.lm_slots_env = std::atoi(sl);
+    const int r8 = std::min(m.Rmax, 8);
+    m.lm_ring_on = prop.major >= 9 && m.blocked && !m.diag_l2w && m.Vs % LMR_ROWS == 0 &&
+                   (size_t)m.smem_optin >= lm_ring_smem(r8, 2);
+    if (m.lm_ring_on)
+      CF_CUDA(cudaFuncSetAttribute(lm_ring_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   (int)lm_ring_smem(r8, m.lm_ring_slots(r8))));
+    if (opts.verbose)
+      std::fprintf(stderr, "cubeforge cuda: lm_head %s\n",
+                   m.lm_ring_on ? "streamed through a shared-memory ring at <= 8 rows" : "persistent GEMV");
   }
   const double t0 = now_ms();
   m.load(weights);

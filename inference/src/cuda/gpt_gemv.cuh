@@ -47,6 +47,74 @@ struct GemvParams {
   unsigned long long* tl;    // diagnostics only: this kernel's timeline stamps (TlStamp) or null
 };
 
+// The guidance weights of step pos (gamma_i = g (N - i) / N, in double as the CPU path): guided = g1 cond - gm uncond.
+__device__ __forceinline__ void guidance_weights(const Ctl* ctl, int pos, float& g1, float& gm) {
+  const double gd = ctl->guidance * (double)(ctl->N - pos) / (double)ctl->N;
+  g1 = (float)(1.0 + gd);
+  gm = (float)gd;
+}
+
+// The lm_head's logits of NT vocabulary columns from n0 (outs[16][NT]: cond rows, then uncond rows) turned into the
+// guided logits of each variation in place (outs[pp][.], -inf past the vocabulary), the raw and guided logits
+// written out where the host asked for them; all nthr threads, barriers included.
+template <int NT>
+__device__ __forceinline__ void lm_head_guide(const GemvParams& p, float* outs, int n0, int pos, int P, int nthr) {
+  const Ctl* ctl = p.ctl;
+  const int cfg = ctl->cfg, V = ctl->vocab, R = p.R;
+  float g1, gm;
+  guidance_weights(ctl, pos, g1, gm);
+  if (ctl->write_raw)
+    for (int e = threadIdx.x; e < R * NT; e += nthr) {
+      const int r = e / NT, c = e % NT, col = n0 + c;
+      if (col < V) p.raw[(size_t)r * V + col] = outs[r * NT + c];
+    }
+  __syncthreads();
+  for (int e = threadIdx.x; e < P * NT; e += nthr) {
+    const int pp = e / NT, c = e % NT, col = n0 + c;
+    const float lc = outs[pp * NT + c];
+    float gv = lc;
+    if (cfg) {
+      const float lu = outs[(P + pp) * NT + c];
+      gv = __fsub_rn(__fmul_rn(g1, lc), __fmul_rn(gm, lu));
+    }
+    if (col >= V) gv = -INFINITY;
+    outs[pp * NT + c] = gv;
+    if (ctl->write_guided && col < V) p.guided[(size_t)pp * V + col] = gv;
+  }
+  __syncthreads();
+}
+
+// The lm_head tail, run by all nthr threads of a block once its argmax partials (p.lm_val / p.lm_idx, nparts per
+// variation) are written: the last block to arrive picks each variation's token (argmax over the partials, or the
+// forced token), emits it (next embedding + stats + token outputs) and advances the position. flag: 1 + MAXP ints
+// of shared memory.
+__device__ __forceinline__ void lm_head_tail(const GemvParams& p, int* flag, int nparts, int pos, int P, int nthr) {
+  const Ctl* ctl = p.ctl;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  // One fence by one thread after the barrier (the cooperative-groups grid-sync pattern: the barrier orders the
+  // block's partial writes before thread 0's fence, which is cumulative), instead of a fence in every thread.
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const bool last = arrive(&p.dyn->cnt_lm) == (unsigned)nparts - 1;
+    if (last) arrival_acquire();
+    *flag = last;
+  }
+  __syncthreads();
+  if (!*flag) return;  // every block has published its partial: pick, emit, advance the position
+  int* tok = flag + 1;
+  if (warp < P) {
+    const int bi = warp_argmax_partials(p.lm_val + warp * nparts, p.lm_idx + warp * nparts, nparts);
+    if (lane == 0) tok[warp] = ctl->forced ? ctl->forced_tok[warp] : bi;
+  }
+  __syncthreads();
+  emit_tokens(tok, 0, P, ctl, pos, p.wte, p.x_next, p.stats_next, p.tokens, p.host_tokens, nthr);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    p.dyn->cnt_lm = 0;
+    p.dyn->pos = pos + 1;
+  }
+}
+
 // GEMV epilogues on the reduced tile outs[16][NT] (rows x outputs n0..n0+NT-1), run by the NW * 32 compute threads.
 template <int NTILE, int NW, int EPI>
 // have_pre: EPI_RESID's residual (and add2) element of this thread (e = threadIdx.x, R * NT <= threads) was read
@@ -55,7 +123,6 @@ __device__ __forceinline__ void gemv_epilogue(const GemvParams& p, float* outs, 
                                               int total, float xpre = 0.f, float apre = 0.f, bool have_pre = false) {
   constexpr int NT = 8 * NTILE;
   const int R = p.R;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   // ---- epilogues ----
   if constexpr (EPI == EPI_QKV) {
     for (int e = threadIdx.x; e < R * NT; e += NW * 32) {
@@ -93,29 +160,9 @@ __device__ __forceinline__ void gemv_epilogue(const GemvParams& p, float* outs, 
     }
   } else if constexpr (EPI == EPI_LMHEAD) {
     const Ctl* ctl = p.ctl;
-    const int P = ctl->P, cfg = ctl->cfg, V = ctl->vocab;
+    const int P = ctl->P;
     const int pos = __ldcg(&p.dyn->pos);
-    const double gd = ctl->guidance * (double)(ctl->N - pos) / (double)ctl->N;
-    const float g1 = (float)(1.0 + gd), gm = (float)gd;
-    if (ctl->write_raw)
-      for (int e = threadIdx.x; e < R * NT; e += NW * 32) {
-        const int r = e / NT, c = e % NT, col = n0 + c;
-        if (col < V) p.raw[(size_t)r * V + col] = outs[r * NT + c];
-      }
-    __syncthreads();
-    for (int e = threadIdx.x; e < P * NT; e += NW * 32) {
-      const int pp = e / NT, c = e % NT, col = n0 + c;
-      const float lc = outs[pp * NT + c];
-      float gv = lc;
-      if (cfg) {
-        const float lu = outs[(P + pp) * NT + c];
-        gv = __fsub_rn(__fmul_rn(g1, lc), __fmul_rn(gm, lu));
-      }
-      if (col >= V) gv = -INFINITY;
-      outs[pp * NT + c] = gv;
-      if (ctl->write_guided && col < V) p.guided[(size_t)pp * V + col] = gv;
-    }
-    __syncthreads();
+    lm_head_guide<NT>(p, outs, n0, pos, P, NW * 32);
     // Session 6: a block keeps a running argmax over its tiles (tile, tile + gridDim.x, ...: increasing columns) in
     // shared memory (flag[16..23] values, flag[24..31] indices, owned by thread pp) and publishes one partial per
     // block after its last tile, so the fence + atomic + tail barriers run once per block instead of once per
@@ -148,31 +195,7 @@ __device__ __forceinline__ void gemv_epilogue(const GemvParams& p, float* outs, 
         p.lm_idx[pp * nparts + blockIdx.x] = bi;
       }
     }
-    if (p.tail && publish) {
-      // One fence by one thread after the barrier (the cooperative-groups grid-sync pattern: the barrier orders the
-      // block's partial writes before thread 0's fence, which is cumulative), instead of a fence in every thread.
-      __syncthreads();
-      if (threadIdx.x == 0) {
-        const bool last = arrive(&p.dyn->cnt_lm) == (unsigned)nparts - 1;
-        if (last) arrival_acquire();
-        *flag = last;
-      }
-      __syncthreads();
-      if (*flag) {  // every tile has published its partial: pick, emit, advance the position
-        int* tok = flag + 1;
-        if (warp < P) {
-          const int bi = warp_argmax_partials(p.lm_val + warp * nparts, p.lm_idx + warp * nparts, nparts);
-          if (lane == 0) tok[warp] = ctl->forced ? ctl->forced_tok[warp] : bi;
-        }
-        __syncthreads();
-        emit_tokens(tok, 0, P, ctl, pos, p.wte, p.x_next, p.stats_next, p.tokens, p.host_tokens, NW * 32);
-        __syncthreads();
-        if (threadIdx.x == 0) {
-          p.dyn->cnt_lm = 0;
-          p.dyn->pos = pos + 1;
-        }
-      }
-    }
+    if (p.tail && publish) lm_head_tail(p, flag, nparts, pos, P, NW * 32);
   }
 }
 
