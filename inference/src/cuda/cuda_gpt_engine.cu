@@ -25,8 +25,9 @@ namespace {
 
 // EngineOptions::variant: the bits that still select something (cuda_gpt.h); create() refuses the others.
 constexpr unsigned kVarRowMajor = 8, kVarBf16Dec = 16, kVarBf16Pre = 32;
-constexpr unsigned kVarNoAttn = 1u << 18, kVarL2Weights = 1u << 19, kVarTimeline = 1u << 21;
-constexpr unsigned kVarKnown = kVarRowMajor | kVarBf16Dec | kVarBf16Pre | kVarNoAttn | kVarL2Weights | kVarTimeline;
+constexpr unsigned kVarNoAttn = 1u << 18, kVarL2Weights = 1u << 19, kVarTimeline = 1u << 21, kVarNoLnStats = 1u << 22;
+constexpr unsigned kVarKnown =
+    kVarRowMajor | kVarBf16Dec | kVarBf16Pre | kVarNoAttn | kVarL2Weights | kVarTimeline | kVarNoLnStats;
 
 double now_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -205,6 +206,7 @@ struct CudaGptEngine::Impl {
   int nsm = 132, blocked = 1, smem_optin = 0;
   int split_dec = 1, split_pre = 1;  // activation operands as bf16 hi + lo (decode GEMVs / prefill GEMMs)
   bool diag_no_attn = false, diag_l2w = false;  // timing-only diagnostics (bits 18, 19): wrong outputs
+  bool diag_nostats = false;  // timing-only diagnostic (bit 22): the LN prologues skip the row statistics
   // Timeline diagnostics (bit 21): stamps of every decode kernel of one step (TlStamp), printed by generate().
   bool diag_tl = false;
   unsigned long long* tl = nullptr;
@@ -247,7 +249,7 @@ struct CudaGptEngine::Impl {
   // lm_head streamed through a shared-memory ring (gpt_lmhead.cuh, session 20) at <= 8 rows where it fits
   // (CUBEFORGE_GPT_LM_RING=0: the persistent GemvLm everywhere; CUBEFORGE_GPT_LM_SLOTS: ring slots, default 6).
   bool lm_ring_on = false;
-  int lm_slots_env = 0;
+  int lm_slots_env = 0, lm_pre_env = -1;
   int lm_ring_slots(int r) const {
     int n = lm_slots_env > 0 ? std::min(lm_slots_env, LMR_MAXSLOTS) : 6;
     while (n > 2 && lm_ring_smem(r, n) > (size_t)smem_optin) --n;
@@ -599,7 +601,7 @@ struct CudaGptEngine::Impl {
     p.wmask = diag_l2w ? ((1ull << 20) - 1) : 0;
     p.R = R;
     p.X = x;
-    p.stats = stats;
+    p.stats = diag_nostats ? nullptr : stats;
     p.eps = cfg.eps;
     p.resid = x;
     p.stats_out = stats;
@@ -725,7 +727,7 @@ struct CudaGptEngine::Impl {
     p.tl = tl_slot("lm_head");
     if (lm_ring_on && R <= 8) {
       LmRingParams lq = {p, lm_ring_slots(R), 0};
-      lq.pre = lq.nst;
+      lq.pre = lm_pre_env >= 0 ? std::min(lm_pre_env, lq.nst) : lq.nst;
       launch(lm_ring_kernel, dim3(Vs / LMR_ROWS), dim3(LMR_THREADS), lm_ring_smem(R, lq.nst), stream, pdl, lq);
     } else {
       GemvLm::run(p, stream, pdl, nsm);
@@ -941,6 +943,7 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
   m.diag_no_attn = (opts.variant & kVarNoAttn) != 0;  // diagnostics, timing only: no attention kernels
   m.diag_l2w = (opts.variant & kVarL2Weights) != 0;   // diagnostics, timing only: every GEMV reads the same 2 MB
   m.diag_tl = (opts.variant & kVarTimeline) != 0;
+  m.diag_nostats = (opts.variant & kVarNoLnStats) != 0;
   if (const char* qs = std::getenv("CUBEFORGE_GPT_QKV_SM_ROWS")) m.qkv_sm_rows = std::atoi(qs);
   if (opts.verbose)
     std::fprintf(stderr, "cubeforge cuda: decode GEMVs: one-round qkv (and gate-up / down-proj where the MLP is not "
@@ -977,6 +980,7 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
   }
   if (const char* lr = std::getenv("CUBEFORGE_GPT_LM_RING"); !lr || std::string(lr) != "0") {
     if (const char* sl = std::getenv("CUBEFORGE_GPT_LM_SLOTS")) m.lm_slots_env = std::atoi(sl);
+    if (const char* pr = std::getenv("CUBEFORGE_GPT_LM_PRE")) m.lm_pre_env = std::atoi(pr);
     const int r8 = std::min(m.Rmax, 8);
     m.lm_ring_on = prop.major >= 9 && m.blocked && !m.diag_l2w && m.Vs % LMR_ROWS == 0 &&
                    (size_t)m.smem_optin >= lm_ring_smem(r8, 2);

@@ -103,7 +103,8 @@ __device__ __forceinline__ void lm_head_tail(const GemvParams& p, int* flag, int
   if (!*flag) return;  // every block has published its partial: pick, emit, advance the position
   int* tok = flag + 1;
   if (warp < P) {
-    const int bi = warp_argmax_partials(p.lm_val + warp * nparts, p.lm_idx + warp * nparts, nparts);
+    int bi = warp_argmax_partials(p.lm_val + warp * nparts, p.lm_idx + warp * nparts, nparts);
+    if (bi < 0 || bi >= ctl->vocab) bi = 0;  // no partial won (NaN logits): a valid token instead of a wild read
     if (lane == 0) tok[warp] = ctl->forced ? ctl->forced_tok[warp] : bi;
   }
   __syncthreads();
@@ -250,11 +251,22 @@ __device__ __forceinline__ void gemv_ln_prologue(const GemvParams& p, bf16* act,
   };
   if (!xs) issue(threadIdx.x);
   for (int r = warp; r < R; r += NW) {
+    if (!p.stats) {  // DIAGNOSTIC (timing only, wrong outputs): no row statistics
+      if (lane == 0) st[r] = make_float2(0.f, 1.f);
+      continue;
+    }
+    // Session 20: the lane's 6 slots are requested together, then summed in slot order (the former runtime loop
+    // waited for its first two loads before it issued the other four: two L2 round trips instead of one)
+    constexpr int SPL = NSLOT / 32;
+    static_assert(NSLOT % 32 == 0, "slots per lane");
+    float2 v[SPL];
+#pragma unroll
+    for (int i = 0; i < SPL; ++i) v[i] = __ldcg(reinterpret_cast<const float2*>(p.stats) + r * NSLOT + lane + 32 * i);
     double s = 0.0, q = 0.0;
-    for (int j = lane; j < NSLOT; j += 32) {
-      const float2 v = __ldcg(reinterpret_cast<const float2*>(p.stats) + r * NSLOT + j);
-      s += v.x;
-      q += v.y;
+#pragma unroll
+    for (int i = 0; i < SPL; ++i) {
+      s += v[i].x;
+      q += v[i].y;
     }
     s = warp_sum_d(s);
     q = warp_sum_d(q);
