@@ -984,9 +984,13 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
     const int r8 = std::min(m.Rmax, 8);
     m.lm_ring_on = prop.major >= 9 && m.blocked && !m.diag_l2w && m.Vs % LMR_ROWS == 0 &&
                    (size_t)m.smem_optin >= lm_ring_smem(r8, 2);
-    if (m.lm_ring_on)
-      CF_CUDA(cudaFuncSetAttribute(lm_ring_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                   (int)lm_ring_smem(r8, m.lm_ring_slots(r8))));
+    if (m.lm_ring_on) {
+      // the largest launch over the row counts it serves: fewer rows take more slots (6 at 4 rows is larger than 5
+      // at 8; session 20's first full bench failed at batch 2 on this)
+      size_t big = 0;
+      for (int r = 1; r <= r8; ++r) big = std::max(big, lm_ring_smem(r, m.lm_ring_slots(r)));
+      CF_CUDA(cudaFuncSetAttribute(lm_ring_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)big));
+    }
     if (opts.verbose)
       std::fprintf(stderr, "cubeforge cuda: lm_head %s\n",
                    m.lm_ring_on ? "streamed through a shared-memory ring at <= 8 rows" : "persistent GEMV");
