@@ -69,7 +69,8 @@ struct EngineOptions {
   //   bit 4 (16): decode GEMV activations bf16 only (default: bf16 hi + lo parts, ~16 mantissa bits)
   //   bit 5 (32): prefill GEMM activations bf16 only (default: hi + lo parts)
   //   timing diagnostics, wrong outputs: bit 18 (262144) no attention kernels, bit 19 (524288) every GEMV reads one
-  //   L2-resident 2 MB range; bit 21 (2097152): per-kernel timeline of one replayed step on stderr (outputs right)
+  //   L2-resident 2 MB range, bit 22 (4194304) the LN prologues skip the row statistics (mean 0, rstd 1);
+  //   bit 21 (2097152): per-kernel timeline of one replayed step on stderr (outputs right)
   int variant = 0;
 };
 
