@@ -161,7 +161,6 @@ struct LayerW {
   bf16 *x_qkv = nullptr, *x_vb = nullptr, *x_o = nullptr, *x_ob = nullptr, *x_gu = nullptr, *x_gub = nullptr,
        *x_dn = nullptr, *x_dnb = nullptr;
   float *x_qn = nullptr, *x_kn = nullptr;
-  float* x_qs = nullptr;  // row sums of x_qkv's bf16 weights (the qkv GEMV's folded LN: GemvParams::wsum)
   bf16 *c_qkv = nullptr, *c_vb = nullptr, *c_o = nullptr, *c_ob = nullptr, *c_gu = nullptr, *c_gub = nullptr,
        *c_dn = nullptr, *c_dnb = nullptr;
   float *c_qn = nullptr, *c_kn = nullptr;
@@ -251,9 +250,6 @@ struct CudaGptEngine::Impl {
   // (CUBEFORGE_GPT_LM_RING=0: the persistent GemvLm everywhere; CUBEFORGE_GPT_LM_SLOTS: ring slots, default 6).
   bool lm_ring_on = false;
   int lm_slots_env = 0, lm_pre_env = -1;
-  // The qkv GEMV's LN folded into its epilogue (GemvParams::wsum, session 20); CUBEFORGE_GPT_QKV_FOLD=0: normalised
-  // in the prologue as before (measurement knob).
-  bool qkv_fold = true;
   int lm_ring_slots(int r) const {
     int n = lm_slots_env > 0 ? std::min(lm_slots_env, LMR_MAXSLOTS) : 6;
     while (n > 2 && lm_ring_smem(r, n) > (size_t)smem_optin) --n;
@@ -314,7 +310,6 @@ struct CudaGptEngine::Impl {
         w.x_vb = (bf16*)carve(D * 2);
         w.x_qn = (float*)carve(HD * 4);
         w.x_kn = (float*)carve(HD * 4);
-        w.x_qs = (float*)carve((size_t)3 * D * 4);
         w.x_o = (bf16*)carve((size_t)D * D * 2);
         w.x_ob = (bf16*)carve(D * 2);
         w.x_gu = (bf16*)carve((size_t)2 * F * D * 2);
@@ -343,7 +338,6 @@ struct CudaGptEngine::Impl {
       w.x_vb = (bf16*)carve(D * 2);
       w.x_qn = (float*)carve(HD * 4);
       w.x_kn = (float*)carve(HD * 4);
-      w.x_qs = (float*)carve((size_t)3 * D * 4);
       w.x_o = (bf16*)carve((size_t)D * D * 2);
       w.x_ob = (bf16*)carve(D * 2);
       w.x_gu = (bf16*)carve((size_t)2 * F * D * 2);
@@ -414,17 +408,12 @@ struct CudaGptEngine::Impl {
       CF_CUDA(cudaMemcpyAsync(dst, v.data(), v.size() * 4, cudaMemcpyHostToDevice, stream));
       CF_CUDA(cudaStreamSynchronize(stream));
     };
-    auto pre = [&](const std::string& pfx, bf16* qkv, bf16* vb, float* qn, float* kn, float* qs = nullptr) {
+    auto pre = [&](const std::string& pfx, bf16* qkv, bf16* vb, float* qn, float* kn) {
       up(qkv, pfx + "c_qk.weight", {2 * D, D});
       up(qkv + (size_t)2 * D * D, pfx + "c_v.weight", {D, D});  // blocked: 8-row groups, so the offset still holds
       bias(vb, pfx + "c_v.bias", D);
       f32(qn, pfx + "q_norm.weight", {HD});
       f32(kn, pfx + "k_norm.weight", {HD});
-      if (qs) {  // decode qkv: the row sums of its bf16 weights, for the LN folded into the GEMV's epilogue
-        row_sums_kernel<<<3 * D / 8, 256, 0, stream>>>(qkv, 3 * D, blocked_now, qs);
-        CF_CUDA(cudaGetLastError());
-        CF_CUDA(cudaStreamSynchronize(stream));
-      }
     };
     auto mlp = [&](const std::string& pfx, bf16* gu, bf16* gub, bf16* dn, bf16* dnb) {
       up(gu, pfx + "gate_proj.weight", {F, D}, 1);
@@ -441,7 +430,7 @@ struct CudaGptEngine::Impl {
       LayerW& w = layers[l];
       const std::string b = "transformer.dual_blocks." + std::to_string(l) + ".";
       blocked_now = blocked;
-      pre(b + "attn.pre_x.", w.x_qkv, w.x_vb, w.x_qn, w.x_kn, w.x_qs);
+      pre(b + "attn.pre_x.", w.x_qkv, w.x_vb, w.x_qn, w.x_kn);
       up(w.x_o, b + "post_1.c_proj.weight", {D, D});
       bias(w.x_ob, b + "post_1.c_proj.bias", D);
       mlp(b + "post_1.mlp.", w.x_gu, w.x_gub, w.x_dn, w.x_dnb);
@@ -463,7 +452,7 @@ struct CudaGptEngine::Impl {
     {
       LayerW& w = single;
       const std::string b = "transformer.single_blocks.0.";
-      pre(b + "attn.", w.x_qkv, w.x_vb, w.x_qn, w.x_kn, w.x_qs);
+      pre(b + "attn.", w.x_qkv, w.x_vb, w.x_qn, w.x_kn);
       up(w.x_o, b + "attn.c_proj.weight", {D, D});
       bias(w.x_ob, b + "attn.c_proj.bias", D);
       mlp(b + "mlp.", w.x_gu, w.x_gub, w.x_dn, w.x_dnb);
@@ -634,7 +623,6 @@ struct CudaGptEngine::Impl {
       q.bias_from = 2 * D;
       q.out_f = qkv;
       q.ld_out = QKV_LD;
-      q.wsum = qkv_fold ? w.x_qs : nullptr;
       q.tl = tl_slot(single_now ? "s.qkv" : "qkv");
       if (!(R <= qkv_sm_rows ? Gemv1QkvSm::run(q, stream, pdl, nsm) : Gemv1Qkv::run(q, stream, pdl, nsm)))
         GemvQkv::run(q, stream, pdl, nsm);
@@ -957,7 +945,6 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
   m.diag_tl = (opts.variant & kVarTimeline) != 0;
   m.diag_nostats = (opts.variant & kVarNoLnStats) != 0;
   if (const char* qs = std::getenv("CUBEFORGE_GPT_QKV_SM_ROWS")) m.qkv_sm_rows = std::atoi(qs);
-  if (const char* qf = std::getenv("CUBEFORGE_GPT_QKV_FOLD")) m.qkv_fold = std::string(qf) != "0";
   if (opts.verbose)
     std::fprintf(stderr, "cubeforge cuda: decode GEMVs: one-round qkv (and gate-up / down-proj where the MLP is not "
                          "fused) at <= 8 rows, persistent otherwise; %s weights, activations %s; L2 %d MB%s%s\n",

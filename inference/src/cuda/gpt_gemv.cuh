@@ -17,10 +17,6 @@ struct GemvParams {
   const float* X;      // LN input [R][D] fp32
   const float* stats;  // LN input partial stats [R][NSLOT] (sum, sumsq) over 8 columns each
   float eps;
-  // EPI_QKV (session 20): the LN folded into the epilogue. The MMAs run on the raw input rows and the epilogue takes
-  // out = rstd (W x - mean W 1), so the row statistics are off the path to the MMAs. wsum = W 1 per output (the row
-  // sums of the bf16 weights, from load). Null: the input rows are normalised in the prologue.
-  const float* wsum;
   const bf16* bias;    // bias per output column (EPI_QKV: for columns >= bias_from)
   int bias_from;
   float* out_f;        // EPI_QKV output (fp32)
@@ -124,11 +120,8 @@ __device__ __forceinline__ void lm_head_tail(const GemvParams& p, int* flag, int
 template <int NTILE, int NW, int EPI>
 // have_pre: EPI_RESID's residual (and add2) element of this thread (e = threadIdx.x, R * NT <= threads) was read
 // before the MMA loop into xpre / apre (same values; one L2 round trip less after the reduction).
-// EPI_QKV with p.wsum: st = the LN prologue's row statistics (mean, rstd); wpre = this thread's W 1 value (e =
-// threadIdx.x) when have_w, else it is read here.
 __device__ __forceinline__ void gemv_epilogue(const GemvParams& p, float* outs, int* flag, int n0, int tile,
-                                              int total, float xpre = 0.f, float apre = 0.f, bool have_pre = false,
-                                              const float2* st = nullptr, float wpre = 0.f, bool have_w = false) {
+                                              int total, float xpre = 0.f, float apre = 0.f, bool have_pre = false) {
   constexpr int NT = 8 * NTILE;
   const int R = p.R;
   // ---- epilogues ----
@@ -137,11 +130,6 @@ __device__ __forceinline__ void gemv_epilogue(const GemvParams& p, float* outs, 
       const int r = e / NT, c = e % NT, col = n0 + c;
       if (col >= p.N) continue;
       float v = outs[r * NT + c];
-      if (p.wsum) {  // the folded LN, written out so every kernel rounds it alike
-        const float ws = have_w ? wpre : __ldg(p.wsum + col);
-        const float2 m = st[r];
-        v = __fmul_rn(__fsub_rn(v, __fmul_rn(m.x, ws)), m.y);
-      }
       if (col >= p.bias_from) v += bf(p.bias[col - p.bias_from]);
       p.out_f[(size_t)r * p.ld_out + col] = v;
     }
@@ -216,9 +204,7 @@ __device__ __forceinline__ void gemv_epilogue(const GemvParams& p, float* outs, 
 // normalised rows of X as bf16 hi rows [R][AST] followed by lo rows [R][AST] in shared memory (act).
 // Session 6: every thread requests its first G items of X (8 columns each) before the row statistics and the
 // rest G at a time, so the stats and X round trips to L2 overlap and the X loads are batched.
-// RAW_OK: the kernel may run with the LN folded into its epilogue (EPI_QKV, p.wsum set); the others compile without
-// that path.
-template <int K, int NW, int G, bool RAW_OK = false>
+template <int K, int NW, int G>
 __device__ __forceinline__ void gemv_ln_prologue(const GemvParams& p, bf16* act, float2* st, int R,
                                                  float* xs = nullptr) {
   constexpr int AST = K + 32, NTHR = NW * 32, K8 = K / 8;
@@ -234,10 +220,10 @@ __device__ __forceinline__ void gemv_ln_prologue(const GemvParams& p, bf16* act,
     cp_async_commit();
   }
   float4 xa[G], xb[G];
-  auto issue = [&](int base, int stride) {
+  auto issue = [&](int base) {
 #pragma unroll
     for (int i = 0; i < G; ++i) {
-      const int v = base + i * stride;
+      const int v = base + i * NTHR;
       xa[i] = xb[i] = make_float4(0.f, 0.f, 0.f, 0.f);
       if (v < n) {
         const int r = v / K8, k8 = (v % K8) * 8;
@@ -246,15 +232,9 @@ __device__ __forceinline__ void gemv_ln_prologue(const GemvParams& p, bf16* act,
       }
     }
   };
-  // raw (p.wsum, EPI_QKV): the rows are converted as they are (the epilogue applies the statistics), so the
-  // conversion does not wait for them; at <= 2 rows the statistics warps (0 .. R-1) convert nothing and the other
-  // warps convert every item, so the two run side by side.
-  const bool raw = RAW_OK && p.wsum != nullptr;
-  const int sw = (raw && !xs && R * 4 * 32 <= NTHR) ? R : 0;
-  const int t0 = (int)threadIdx.x - 32 * sw, nt = NTHR - 32 * sw;
   auto put = [&](int v, const float4& a, const float4& b) {
     const int r = v / K8, k8 = (v % K8) * 8;
-    const float2 m = raw ? make_float2(0.f, 1.f) : st[r];
+    const float2 m = st[r];
     const float y[8] = {(a.x - m.x) * m.y, (a.y - m.x) * m.y, (a.z - m.x) * m.y, (a.w - m.x) * m.y,
                         (b.x - m.x) * m.y, (b.y - m.x) * m.y, (b.z - m.x) * m.y, (b.w - m.x) * m.y};
     uint4 o, ol;
@@ -269,7 +249,7 @@ __device__ __forceinline__ void gemv_ln_prologue(const GemvParams& p, bf16* act,
     *reinterpret_cast<uint4*>(act + (size_t)r * AST + k8) = o;
     *reinterpret_cast<uint4*>(act + (size_t)(R + r) * AST + k8) = ol;
   };
-  if (!xs && warp >= sw) issue(t0, nt);
+  if (!xs) issue(threadIdx.x);
   for (int r = warp; r < R; r += NW) {
     if (!p.stats) {  // DIAGNOSTIC (timing only, wrong outputs): no row statistics
       if (lane == 0) st[r] = make_float2(0.f, 1.f);
@@ -306,13 +286,12 @@ __device__ __forceinline__ void gemv_ln_prologue(const GemvParams& p, bf16* act,
     }
     return;
   }
-  if (!raw) __syncthreads();  // block-uniform
-  if (warp < sw) return;
-  for (int base = t0; base < n; base += G * nt) {
-    if (base != t0) issue(base, nt);
+  __syncthreads();
+  for (int base = threadIdx.x; base < n; base += G * NTHR) {
+    if (base != (int)threadIdx.x) issue(base);
 #pragma unroll
     for (int i = 0; i < G; ++i)
-      if (base + i * nt < n) put(base + i * nt, xa[i], xb[i]);
+      if (base + i * NTHR < n) put(base + i * NTHR, xa[i], xb[i]);
   }
 }
 
@@ -394,21 +373,15 @@ __host__ __device__ constexpr bool gemv_ln_staged(int R, int G, int nthr) {
   return R * (K / 8) > G * nthr;
 }
 
-// Byte offset of an LN GEMV's row statistics (R float2: mean, rstd) behind its input rows in shared memory.
-template <int K>
-__host__ __device__ constexpr size_t gemv_ln_stats_off(int R) {
-  return ((size_t)2 * R * (K + 32) * 2 + 15) & ~size_t(15);
-}
-
 // A GEMV's input in shared memory (hi rows [R][K + 32], then lo rows), followed by a block barrier: the LN prologue
 // of the residual stream (LN GEMVs) or the staged non-LN input, columns [k0, k1) (p.act_smem), or nothing. Returns
 // the byte offset where the GEMV's other shared arrays start.
-template <int K, int NW, bool LN, int G, bool STAGE = false, bool RAW_OK = false>
+template <int K, int NW, bool LN, int G, bool STAGE = false>
 __device__ __forceinline__ size_t gemv_stage_input(const GemvParams& p, unsigned char* smem, int R, int k0, int k1) {
   constexpr int AST = K + 32;
   size_t off = 0;
   if constexpr (LN) {
-    off = gemv_ln_stats_off<K>(R);
+    off = ((size_t)2 * R * AST * 2 + 15) & ~size_t(15);
     float2* st = reinterpret_cast<float2*>(smem + off);
     off += 16 * sizeof(float2);
     // more rows than G items per thread cover in one round: the rows staged whole (gemv_ln_staged; host side:
@@ -418,7 +391,7 @@ __device__ __forceinline__ size_t gemv_stage_input(const GemvParams& p, unsigned
       xs = reinterpret_cast<float*>(smem + off);
       off += (size_t)R * K * 4;
     }
-    gemv_ln_prologue<K, NW, G, RAW_OK>(p, reinterpret_cast<bf16*>(smem), st, R, xs);
+    gemv_ln_prologue<K, NW, G>(p, reinterpret_cast<bf16*>(smem), st, R, xs);
     __syncthreads();
   } else if (p.act_smem) {
     off = ((size_t)2 * R * AST * 2 + 15) & ~size_t(15);
@@ -545,8 +518,7 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
   // a multiple of KSPLIT, true for the persistent grids).
   const bool one_range = KSPLIT == 1 || gridDim.x % KSPLIT == 0;
   const int k0 = one_range ? (int)(blockIdx.x % KSPLIT) * KS : 0;
-  const size_t off =
-      gemv_stage_input<K, NW, LN, (M16 ? 4 : 2), false, EPI == EPI_QKV>(p, smem, R, k0, one_range ? k0 + KS : K);
+  const size_t off = gemv_stage_input<K, NW, LN, (M16 ? 4 : 2)>(p, smem, R, k0, one_range ? k0 + KS : K);
   const bool act_s = LN || p.act_smem;
   float* red = reinterpret_cast<float*>(smem + off);
   float* outs = red + NW * NTILE * 128;  // [16][NT]
@@ -617,8 +589,7 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
       __syncthreads();
     }
 
-    gemv_epilogue<NTILE, NW, EPI>(p, outs, flag, n0, tile, total, xpre, apre, have_pre,
-                                  reinterpret_cast<const float2*>(smem + gemv_ln_stats_off<K>(R)));
+    gemv_epilogue<NTILE, NW, EPI>(p, outs, flag, n0, tile, total, xpre, apre, have_pre);
   };
 
   // Two register sets, alternating: the next tile's weights are in flight while this one is reduced.
@@ -729,28 +700,15 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
   // NSM > 0: LN input items one at a time (fewer live registers next to the two weight sets)
   // the input rows staged in shared memory where they take more than one round (3-8 rows, qkv: session 18, batch 4
   // -1.2% / -0.5%); not in the NSM kernels (one prompt: +9 registers and +0.8% / +1.6% TPOT when staged there)
-  const size_t off =
-      gemv_stage_input<K, NW, LN, (NSM > 0 ? 1 : 2), NSM == 0, EPI == EPI_QKV>(p, smem, R, kbase, kbase + KS);
+  const size_t off = gemv_stage_input<K, NW, LN, (NSM > 0 ? 1 : 2), NSM == 0>(p, smem, R, kbase, kbase + KS);
   const bool act_s = LN || p.act_smem;
   float* red = reinterpret_cast<float*>(smem + off);
   float* outs = red + NW * NTILE * 128;  // [MAXT][16][NT]
   int* flag = reinterpret_cast<int*>(outs + MAXT * 16 * NT);  // [0..MAXT): split-K last flags; [MAXT]: epilogue
 
   // EPI_RESID: this thread's residual element of each item, requested before the MMAs (R * NT <= threads).
-  // EPI_QKV with the LN folded (p.wsum): this thread's W 1 value of each item (a weight: it could come before the
-  // wait, but it is needed only in the epilogue, so it rides with the MMAs).
-  float xpre[MAXT], apre[MAXT], wpre[MAXT];
+  float xpre[MAXT], apre[MAXT];
   const bool have_pre = EPI == EPI_RESID && R * NT <= NW * 32;
-  const bool have_w = EPI == EPI_QKV && p.wsum && R * NT <= NW * 32;
-#pragma unroll
-  for (int j = 0; j < MAXT; ++j) {
-    wpre[j] = 0.f;
-    const int it = blockIdx.x + j * G;
-    if (have_w && it < total && (int)threadIdx.x < R * NT) {
-      const int col = (it / KSPLIT) * NT + threadIdx.x % NT;
-      if (col < p.N) wpre[j] = __ldg(p.wsum + col);
-    }
-  }
 #pragma unroll
   for (int j = 0; j < MAXT; ++j) {
     xpre[j] = apre[j] = 0.f;
@@ -845,8 +803,7 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
     if (KSPLIT > 1 && !flag[j]) continue;
     const int tile = (blockIdx.x + j * G) / KSPLIT;
     gemv_epilogue<NTILE, NW, EPI>(p, outs + j * 16 * NT, flag + MAXT, tile * NT, tile, total, xpre[j], apre[j],
-                                     have_pre, reinterpret_cast<const float2*>(smem + gemv_ln_stats_off<K>(R)),
-                                     wpre[j], have_w);
+                                     have_pre);
   }
 }
 

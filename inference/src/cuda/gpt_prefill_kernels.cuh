@@ -36,22 +36,6 @@ __global__ void convert_kernel(const float* src, bf16* dst, long rows, long cols
   }
 }
 
-// ---- load-time: the row sums of a decode matrix's bf16 weights (the qkv GEMV's LN correction, gemv_epilogue) ----
-// One warp per row n of W [N][D] (blocked or row-major): lane l adds element l of each 32-column chunk in chunk order,
-// in fp64, then the warp's fixed tree; rounded to fp32 once.
-__global__ void row_sums_kernel(const bf16* W, int N, int blocked, float* out) {
-  const int n = (int)((blockIdx.x * (long)blockDim.x + threadIdx.x) >> 5), lane = threadIdx.x & 31;
-  if (n >= N) return;
-  double s = 0.0;
-  for (int kc = 0; kc < D / 32; ++kc) {
-    const size_t o = blocked ? ((size_t)(n >> 3) * (D / 32) + kc) * 256 + (n & 7) * 32 + lane
-                             : (size_t)n * D + kc * 32 + lane;
-    s += (double)__bfloat162float(W[o]);
-  }
-  s = warp_sum_d(s);
-  if (lane == 0) out[n] = (float)s;
-}
-
 // ---- cond-stream prefill kernels (rows m = r * s + j) ------------------------------------------------------------
 // The bf16 GEMM operands are split like the decode GEMV's (split_store): the hi parts are rows 0..M-1 and the lo
 // parts rows M..2M-1 of one GEMM of 2M rows, so the fp32 output of row m is C[m] + C[M + m]. lo == 0: hi only.
