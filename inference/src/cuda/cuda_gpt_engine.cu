@@ -250,11 +250,7 @@ struct CudaGptEngine::Impl {
   // (CUBEFORGE_GPT_LM_RING=0: the persistent GemvLm everywhere; CUBEFORGE_GPT_LM_SLOTS: ring slots, default 6).
   bool lm_ring_on = false;
   int lm_slots_env = 0, lm_pre_env = -1;
-  int lm_ring_slots(int r) const {
-    int n = lm_slots_env > 0 ? std::min(lm_slots_env, LMR_MAXSLOTS) : 6;
-    while (n > 2 && lm_ring_smem(r, n) > (size_t)smem_optin) --n;
-    return n;
-  }
+  int lm_ring_slots(int r) const { return detail::lm_ring_slots(r, (size_t)smem_optin, lm_slots_env); }
   int mlp_slots(int r) const {
     int n = mlp_slots_env > 0 ? std::min(mlp_slots_env, MLP_MAXSLOTS) : 5;
     while (n > 2 && mlp_smem(r, n) > (size_t)smem_optin) --n;
@@ -984,13 +980,9 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
     const int r8 = std::min(m.Rmax, 8);
     m.lm_ring_on = prop.major >= 9 && m.blocked && !m.diag_l2w && m.Vs % LMR_ROWS == 0 &&
                    (size_t)m.smem_optin >= lm_ring_smem(r8, 2);
-    if (m.lm_ring_on) {
-      // the largest launch over the row counts it serves: fewer rows take more slots (6 at 4 rows is larger than 5
-      // at 8; session 20's first full bench failed at batch 2 on this)
-      size_t big = 0;
-      for (int r = 1; r <= r8; ++r) big = std::max(big, lm_ring_smem(r, m.lm_ring_slots(r)));
-      CF_CUDA(cudaFuncSetAttribute(lm_ring_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)big));
-    }
+    if (m.lm_ring_on)  // the largest launch over 1..8 rows (session 20's first full bench failed at batch 2 on this)
+      CF_CUDA(cudaFuncSetAttribute(lm_ring_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   (int)lm_ring_smem_limit(r8, (size_t)m.smem_optin, m.lm_slots_env)));
     if (opts.verbose)
       std::fprintf(stderr, "cubeforge cuda: lm_head %s\n",
                    m.lm_ring_on ? "streamed through a shared-memory ring at <= 8 rows" : "persistent GEMV");

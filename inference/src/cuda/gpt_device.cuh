@@ -97,6 +97,21 @@ __device__ __forceinline__ void bulk_g2s_hint(void* dst, const void* src, unsign
       : "memory");
 }
 
+// A consumer warp's CPS weight fragments of ring stage i (slot i % S of slot_bytes, phase (i / S) & 1; the fused MLP
+// and the ring lm_head): waits for the stage's bulk copies, reads the lane's 16 bytes of each of the warp's chunks at
+// warp_off, then frees the slot (one arrival per consumer warp) once every lane holds them.
+template <int CPS>
+__device__ __forceinline__ void ring_take(uint64_t* full, uint64_t* empty, const unsigned char* ring, int slot_bytes,
+                                          int S, int i, size_t warp_off, uint4 (&wb)[CPS]) {
+  const int slot = i % S, lane = threadIdx.x & 31;
+  mbar_wait(&full[slot], (i / S) & 1);
+  const uint4* ws = reinterpret_cast<const uint4*>(ring + (size_t)slot * slot_bytes + warp_off);
+#pragma unroll
+  for (int c = 0; c < CPS; ++c) wb[c] = ws[c * 32 + lane];
+  __syncwarp();
+  if (lane == 0) mbar_arrive(&empty[slot]);
+}
+
 // ---- timeline diagnostics (EngineOptions::variant bit 21) ---------------------------------------------------------
 // Per kernel three %globaltimer stamps (ns), all kept by atomicMin: the earliest block start, the earliest return
 // from griddepcontrol.wait (= when the predecessor's results became visible) and the latest block end (stored as ~t).

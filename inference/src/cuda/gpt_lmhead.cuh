@@ -9,31 +9,17 @@
 // logits, and with them the tokens, are bitwise the same. docs/cuda-gpt.md ("Session 20") has the measurements.
 #pragma once
 #include "gpt_gemv.cuh"
+#include "gpt_lmhead_layout.h"
 
 namespace cubeforge::cuda::detail {
 
-constexpr int LMR_CW = 16;                        // consumer warps, one 8-row group each
-constexpr int LMR_THREADS = (LMR_CW + 1) * 32;    // + the producer warp
-constexpr int LMR_ROWS = LMR_CW * 8;              // vocabulary rows per block
-constexpr int LMR_CPS = 4;                        // 32-column chunks per stage
-constexpr int LMR_NST = D / 32 / LMR_CPS;         // 12 stages per block
-constexpr int LMR_SLOT = LMR_CW * LMR_CPS * 512;  // bytes per ring slot (32 KB)
-constexpr int LMR_MAXSLOTS = 8;
-constexpr int LMR_REF_NW = 8;  // warps of the persistent lm_head along K: its chunk kc sits in accumulator kc % 8
-static_assert(LMR_NST % 2 == 0 && 2 * LMR_CPS == LMR_REF_NW, "stage pairs cover the 8 accumulators once");
+static_assert(LMR_D == D, "the ring lm_head assumes the engine's width");
 
 struct LmRingParams {
   GemvParams g;  // W (blocked), N, R <= 8, X / stats / eps, ctl, dyn, guided, raw, lm_val / lm_idx, tail, emission
   int nst;       // ring slots (<= LMR_MAXSLOTS)
   int pre;       // stages requested before griddepcontrol.wait (<= nst)
 };
-
-// Shared memory of a launch with R rows and nst slots: mbarriers, ring, LN input rows (hi, lo), row stats, the
-// block's logits [8][128], the tail's flag + tokens.
-__host__ __device__ constexpr size_t lm_ring_smem(int R, int nst) {
-  return 2 * LMR_MAXSLOTS * 8 + (size_t)nst * LMR_SLOT + (size_t)2 * R * (D + 32) * 2 + 16 * 8 +
-         (size_t)8 * LMR_ROWS * 4 + 32 * 4;
-}
 
 __global__ void __launch_bounds__(LMR_THREADS, 1) lm_ring_kernel(const LmRingParams q) {
   constexpr int AST = D + 32;
@@ -52,7 +38,6 @@ __global__ void __launch_bounds__(LMR_THREADS, 1) lm_ring_kernel(const LmRingPar
 
   const bool producer = warp == LMR_CW;
   const uint64_t pol = policy_evict_first();
-  const bf16* src = p.W + (size_t)b * LMR_CW * (D / 32) * 256;  // group j's chunk kc at + (j (D / 32) + kc) 256
   // Stage i into its slot: chunks 4 i .. 4 i + 3 of each of the 16 groups (16 copies of 2 KB, lane j copies group j).
   auto issue = [&](int i) {
     const int slot = i % S;
@@ -60,7 +45,7 @@ __global__ void __launch_bounds__(LMR_THREADS, 1) lm_ring_kernel(const LmRingPar
     __syncwarp();
     if (lane < LMR_CW)
       bulk_g2s_hint(ring + (size_t)slot * LMR_SLOT + lane * LMR_CPS * 512,
-                    src + ((size_t)lane * (D / 32) + i * LMR_CPS) * 256, LMR_CPS * 512, &full[slot], pol);
+                    p.W + lm_ring_copy_src(b, i, lane), LMR_CPS * 512, &full[slot], pol);
   };
   if (producer) {
     if (lane == 0) {
@@ -94,14 +79,9 @@ __global__ void __launch_bounds__(LMR_THREADS, 1) lm_ring_kernel(const LmRingPar
     for (int i2 = 0; i2 < LMR_NST / 2; ++i2) {
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
-        const int i = 2 * i2 + j, slot = i % S;
-        mbar_wait(&full[slot], (i / S) & 1);
-        const uint4* ws = reinterpret_cast<const uint4*>(ring + (size_t)slot * LMR_SLOT + warp * LMR_CPS * 512);
+        const int i = 2 * i2 + j;
         uint4 wb[LMR_CPS];
-#pragma unroll
-        for (int c = 0; c < LMR_CPS; ++c) wb[c] = ws[c * 32 + lane];
-        __syncwarp();
-        if (lane == 0) mbar_arrive(&empty[slot]);  // the slot is free once every lane holds its fragments
+        ring_take(full, empty, ring, LMR_SLOT, S, i, (size_t)warp * LMR_CPS * 512, wb);
 #pragma unroll
         for (int c = 0; c < LMR_CPS; ++c) {
           uint4 a0, a1;

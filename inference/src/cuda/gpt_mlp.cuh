@@ -150,14 +150,8 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
     float acc[4] = {0.f, 0.f, 0.f, 0.f}, acc2[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll 1
     for (int i = 0; i < MLP_GU_ST; ++i) {
-      const int slot = i % S;
-      mbar_wait(&full[slot], (i / S) & 1);
-      const uint4* ws = reinterpret_cast<const uint4*>(ring + (size_t)slot * MLP_SLOT + warp * MLP_GU_CPS * 512);
       uint4 wb[MLP_GU_CPS];
-#pragma unroll
-      for (int c = 0; c < MLP_GU_CPS; ++c) wb[c] = ws[c * 32 + lane];
-      __syncwarp();
-      if (lane == 0) mbar_arrive(&empty[slot]);  // the slot is free once every lane holds its fragments
+      ring_take(full, empty, ring, MLP_SLOT, S, i, (size_t)warp * MLP_GU_CPS * 512, wb);
 #pragma unroll
       for (int c = 0; c < MLP_GU_CPS; ++c) {
         const int k = (i * MLP_GU_CPS + c) * 32 + t4 * 8;
