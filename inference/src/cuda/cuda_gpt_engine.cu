@@ -243,14 +243,15 @@ struct CudaGptEngine::Impl {
   MlpKernel mlp_kernel_for(int r) const {
     return r > 8 ? kMlpKernels[2] : (r > 2 && mlp_wide) ? kMlpKernels[1] : kMlpKernels[0];
   }
-  // Ring slots at r rows: 5 by default, fewer where they do not fit. Session 15: 5 instead of 6 leaves more shared
-  // memory beside the MLP blocks for the next kernels' early blocks: batch 4 -1.2% (v0.5) / -0.3% (v0.1), batch 1
-  // equal (-0.1%), in three alternating rounds; 4 slots: batch 4 -0.9%, batch 1 +0.2%.
   // lm_head streamed through a shared-memory ring (gpt_lmhead.cuh, session 20) at <= 8 rows where it fits
-  // (CUBEFORGE_GPT_LM_RING=0: the persistent GemvLm everywhere; CUBEFORGE_GPT_LM_SLOTS: ring slots, default 6).
+  // (CUBEFORGE_GPT_LM_RING=0: the persistent GemvLm everywhere; CUBEFORGE_GPT_LM_SLOTS / _LM_PRE: ring slots, default
+  // 6, and stages requested before the wait, default all of the ring: measurement knobs).
   bool lm_ring_on = false;
   int lm_slots_env = 0, lm_pre_env = -1;
   int lm_ring_slots(int r) const { return detail::lm_ring_slots(r, (size_t)smem_optin, lm_slots_env); }
+  // Ring slots at r rows: 5 by default, fewer where they do not fit. Session 15: 5 instead of 6 leaves more shared
+  // memory beside the MLP blocks for the next kernels' early blocks: batch 4 -1.2% (v0.5) / -0.3% (v0.1), batch 1
+  // equal (-0.1%), in three alternating rounds; 4 slots: batch 4 -0.9%, batch 1 +0.2%.
   int mlp_slots(int r) const {
     int n = mlp_slots_env > 0 ? std::min(mlp_slots_env, MLP_MAXSLOTS) : 5;
     while (n > 2 && mlp_smem(r, n) > (size_t)smem_optin) --n;

@@ -47,7 +47,7 @@ struct GemvParams {
   unsigned long long* tl;    // diagnostics only: this kernel's timeline stamps (TlStamp) or null
 };
 
-// The guidance weights of step pos (gamma_i = g (N - i) / N, in double as the CPU path): guided = g1 cond - gm uncond.
+// The guidance weights of step pos (gamma_i = g (N - i) / N, computed in double): guided = g1 cond - gm uncond.
 __device__ __forceinline__ void guidance_weights(const Ctl* ctl, int pos, float& g1, float& gm) {
   const double gd = ctl->guidance * (double)(ctl->N - pos) / (double)ctl->N;
   g1 = (float)(1.0 + gd);
