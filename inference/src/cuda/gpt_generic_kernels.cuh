@@ -485,6 +485,7 @@ __global__ void __launch_bounds__(kSelectThreads) select_kernel(SelectArgs a) {
     }
     __syncthreads();
     int tok = chosen;
+    if (tok < 0 || tok >= V) tok = 0;  // no logit won (all NaN or -inf): a valid token, not a read past wte
     const int amax = tok;
     if (c.forced) {
       tok = c.forced_tok[p];
