@@ -19,12 +19,20 @@ struct AttnParams {
   const Dyn* dyn;
   float* part;         // [R][H][maxs][HD + 2]
   unsigned* cnt;       // [R][H], left at 0
+  unsigned long long* tpart;  // TAGS: [R][H][maxs][HD + 2] partials tagged with the launch's epoch (tag_pack)
+  unsigned* ep;        // TAGS: [R][H] epoch of the last launch that combined (split 0 writes it)
   bf16* out;           // [R][D] hi part
   bf16* out_lo;        // [R][D] lo part
   int maxs;
+  int tstride;         // TAGS: splits per (row, head) in tpart, the same for every launch (a word belongs to one (r, h))
   unsigned long long* tl;  // diagnostics only: timeline stamps (TlStamp) or null
 };
 constexpr int ATT_MAXSPLIT = 128;  // splits per (row, head) the combine's shared arrays hold (host-checked)
+#ifndef CF_ATT_TCH
+#define CF_ATT_TCH 8
+#endif
+constexpr int ATT_TCH = CF_ATT_TCH;  // tagged combine: splits' o values polled per round
+constexpr unsigned long long ATT_SPIN = 1ull << 24;  // polling rounds of the tagged combine before it traps
 
 __device__ inline float block128_sum(float v, float* red4) {
   v = warp_sum(v);
@@ -111,8 +119,11 @@ __device__ __forceinline__ void attn_load_kv(const AttnParams& p, const AttnStep
 // current slot, k and v) normalised and rotated, the KV write of the current slot, the split's softmax partial, and
 // in the last split to arrive the combine into the hi/lo output row. The arithmetic is written out with _rn
 // intrinsics (no compiler contraction), so every kernel that runs it gives the same bits.
+// TAGS (session 21): the partials carry the launch's epoch `ep` and split 0 combines them as they land (no fence,
+// arrival count or reset); the combine's order and arithmetic are the same.
+template <bool TAGS>
 __device__ __forceinline__ void attn_split(const AttnParams& p, const AttnStep& st, int r, int h, int split,
-                                           const KvRegs& kv) {
+                                           const KvRegs& kv, unsigned ep) {
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int cur = st.cur, L = st.L, nsplit = st.nsplit, j0 = split * ACH;
   const size_t base = (size_t)(r * H + h) * p.T * HD;
@@ -201,6 +212,49 @@ __device__ __forceinline__ void attn_split(const AttnParams& p, const AttnStep& 
     split_store(p.out, p.out_lo, (size_t)r * D + h * HD + tid, od / lsum);
     return;
   }
+  __shared__ float cm[ATT_MAXSPLIT], cl[ATT_MAXSPLIT];
+  if constexpr (TAGS) {
+    unsigned long long* tp = p.tpart + (size_t)(r * H + h) * p.tstride * (HD + 2);
+    unsigned long long* mine = tp + (size_t)split * (HD + 2);
+    st_relaxed_u64(mine + tid, tag_pack(od, ep));
+    if (tid == 0) st_relaxed_v2_u64(mine + HD, tag_pack(m, ep), tag_pack(lsum, ep));
+    if (split != 0) return;
+    // split 0: thread s polls split s's (m, l), every thread its dimension of the first ATT_TCH splits' o, in one
+    // loop; then the next ATT_TCH at a time (8: 16 of these 64-bit words in flight spill at the 64 registers)
+    constexpr int TC = ATT_TCH;
+    float ml[2], ov[TC];
+    const auto upto = [](int n) { return n >= TC ? (1u << TC) - 1u : (1u << n) - 1u; };
+    unsigned pm = tid < nsplit ? 3u : 0u, po = upto(nsplit);
+    for (unsigned long long n = 0; pm | po; ++n) {
+      if (n > ATT_SPIN) __trap();
+      const unsigned wm = pm, wo = po;
+      const unsigned gm = tag_try<2>(tp + (size_t)tid * (HD + 2) + HD, 1, wm, ep, ml);
+      const unsigned go = tag_try<TC>(tp + tid, HD + 2, wo, ep, ov);
+      pm = wm & ~gm;
+      po = wo & ~go;
+    }
+    if (tid < nsplit) {
+      cm[tid] = ml[0];
+      cl[tid] = ml[1];
+    }
+    __syncthreads();
+    float M = -INFINITY;
+    for (int s = 0; s < nsplit; ++s) M = fmaxf(M, cm[s]);
+    float Ls = 0.f, O = 0.f;
+    for (int s0 = 0; s0 < nsplit; s0 += TC) {
+      if (s0 > 0) tag_wait<TC>(tp + (size_t)s0 * (HD + 2) + tid, HD + 2, upto(nsplit - s0), ep, ov, ATT_SPIN);
+#pragma unroll
+      for (int i = 0; i < TC; ++i)
+        if (s0 + i < nsplit) {
+          const float f = __expf(cm[s0 + i] - M);
+          Ls = __fmaf_rn(cl[s0 + i], f, Ls);
+          O = __fmaf_rn(ov[i], f, O);
+        }
+    }
+    split_store(p.out, p.out_lo, (size_t)r * D + h * HD + tid, O / Ls);
+    if (tid == 0) p.ep[r * H + h] = ep;
+    return;
+  }
   float* mypart = p.part + ((size_t)(r * H + h) * p.maxs + split) * (HD + 2);
   mypart[tid] = od;
   if (tid == 0) {
@@ -218,7 +272,6 @@ __device__ __forceinline__ void attn_split(const AttnParams& p, const AttnStep& 
   const float* parts = p.part + (size_t)(r * H + h) * p.maxs * (HD + 2);
   // Session 7: the splits' (m, l) go to shared memory in one parallel load, each thread's o values are loaded
   // 16 at a time (all in flight together), then combined in split order (max, then the rescaled sums).
-  __shared__ float cm[ATT_MAXSPLIT], cl[ATT_MAXSPLIT];
   for (int s = tid; s < nsplit; s += 128) {
     cm[s] = __ldcg(parts + s * (HD + 2) + HD);
     cl[s] = __ldcg(parts + s * (HD + 2) + HD + 1);
@@ -250,6 +303,8 @@ __device__ __forceinline__ void attn_split(const AttnParams& p, const AttnStep& 
 // One block per (split, head, row); blocks past the prefix return at once (session 15 sized the grid to the prefix
 // per graph instead: slower at batch 1, see docs/cuda-gpt.md). Its keys and values are requested before
 // griddepcontrol.wait (earlier steps wrote them).
+// TAGS: this launch's epoch is one past the last combining launch's (that launch completed before this one started).
+template <bool TAGS>
 __global__ void __launch_bounds__(128, 8) attn_decode_kernel(const AttnParams p) {
   const int split = blockIdx.x, h = blockIdx.y, r = blockIdx.z;
   const TlStamp tls(p.tl);
@@ -257,10 +312,11 @@ __global__ void __launch_bounds__(128, 8) attn_decode_kernel(const AttnParams p)
   AttnStep st = attn_step(p);
   if (split >= st.nsplit) return;
   attn_consts(p, st);
+  const unsigned ep = TAGS ? __ldcg(p.ep + r * H + h) + 1u : 0u;
   KvRegs kv;
   attn_load_kv(p, st, r, h, split, kv);
   pdl_handoff(tls);
-  attn_split(p, st, r, h, split, kv);
+  attn_split<TAGS>(p, st, r, h, split, kv, ep);
 }
 
 }  // namespace cubeforge::cuda::detail

@@ -207,6 +207,52 @@ __device__ __forceinline__ unsigned arrive(unsigned* cnt) {
   return atomicAdd(cnt, 1u);
 }
 
+// Tagged partials (the fused MLP's one-prompt sum): a value and the launch's epoch in one 64-bit word, written and
+// read with single-copy-atomic 64-bit accesses, so a reader that sees the epoch sees the value with it: no fence on
+// the writer's side and no arrival count before the read (the scheme of NCCL's LL protocol, with 64-bit words).
+__device__ __forceinline__ unsigned long long tag_pack(float v, unsigned epoch) {
+  return ((unsigned long long)epoch << 32) | __float_as_uint(v);
+}
+__device__ __forceinline__ void st_relaxed_v2_u64(unsigned long long* p, unsigned long long a, unsigned long long b) {
+  asm volatile("st.relaxed.gpu.global.v2.b64 [%0], {%1, %2};" ::"l"(p), "l"(a), "l"(b) : "memory");
+}
+__device__ __forceinline__ void st_relaxed_u64(unsigned long long* p, unsigned long long a) {
+  asm volatile("st.relaxed.gpu.global.b64 [%0], %1;" ::"l"(p), "l"(a) : "memory");
+}
+__device__ __forceinline__ unsigned long long ld_relaxed_u64(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.relaxed.gpu.global.b64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+
+// One polling round over the tagged words base[i * stride] with i in `want` (i < N): those that carry the epoch go to
+// v[i], and their mask is returned. Every load of the round is issued before any is checked.
+template <int N>
+__device__ __forceinline__ unsigned tag_try(const unsigned long long* base, size_t stride, unsigned want, unsigned ep,
+                                            float (&v)[N]) {
+  unsigned long long w[N];
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+    if (want >> i & 1u) w[i] = ld_relaxed_u64(base + i * stride);
+  unsigned got = 0;
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+    if ((want >> i & 1u) && (unsigned)(w[i] >> 32) == ep) {
+      v[i] = __uint_as_float((unsigned)w[i]);
+      got |= 1u << i;
+    }
+  return got;
+}
+// Rounds of tag_try until every word in `want` carries the epoch (a writer that never comes: trap after spin_limit).
+template <int N>
+__device__ __forceinline__ void tag_wait(const unsigned long long* base, size_t stride, unsigned want, unsigned ep,
+                                         float (&v)[N], unsigned long long spin_limit) {
+  for (unsigned long long n = 0; want; ++n) {
+    if (n > spin_limit) __trap();
+    want &= ~tag_try<N>(base, stride, want, ep, v);
+  }
+}
+
 // The argmax rule of the lm_head tails: (v, i) replaces (bv, bi) if larger, or equal with a smaller index.
 __device__ __forceinline__ void argmax_take(float v, int i, float& bv, int& bi) {
   if (v > bv || (v == bv && i < bi)) {

@@ -30,6 +30,7 @@ struct MlpParams {
   const bf16* Wdn;            // down-proj in the hidden-slice layout (mlp_dn_off)
   const bf16* bdn;            // [D]
   float* part;                // [D / 8][MLP_NB][R][8] partial down-proj outputs
+  unsigned long long* tagged;  // TAGS: [D / 8][MLP_NB][2][8] partials tagged with the launch's epoch (tag_pack)
   unsigned long long* ctr;    // grid-wide arrival count, monotonic (a multiple of MLP_NB between launches)
   int nst;                    // ring slots
   int pre;                    // stages requested before griddepcontrol.wait (<= nst)
@@ -64,8 +65,11 @@ __device__ __forceinline__ unsigned long long ld_acquire_u64(const unsigned long
 // 8..15. Per output the same sums in the same order either way, so 1 and 8 prompts stay bitwise identical.
 // WIDE (more than 2 rows): more loads in flight in the LN prologue and the final sum, at the price of registers;
 // without it (one prompt) at most 72 registers, so one qkv GEMV block fits beside the MLP block and starts early.
-template <bool M16, bool WIDE>
+// TAGS (one prompt, session 21): the partials carry the launch's epoch and the reducers read them as they land (no
+// fence or arrival count at the end; the rank that picks the reducers is taken while the block still computes).
+template <bool M16, bool WIDE, bool TAGS>
 __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const MlpParams p) {
+  static_assert(!TAGS || (!M16 && !WIDE), "tagged partials: the one-prompt kernel (<= 2 rows)");
   constexpr int AST = D + 32;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
   const int b = blockIdx.x, R = p.g.R, S = p.nst;
@@ -133,8 +137,15 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
     if (tid < ng * RO) bias = bf(p.bdn[(b + (tid / RO) * MLP_NB) * 8 + tid % 8]);
   }
   pdl_handoff(tls);
+  // TAGS: this launch's epoch. Every earlier launch has completed (its arrivals are in the count) and this launch's
+  // blocks add at most MLP_NB - 1 before this read, so count / MLP_NB is the number of earlier launches.
+  __shared__ unsigned epoch_s;
+  __shared__ int arrival_rank;
+  unsigned long long count0 = 0;
+  if (TAGS && producer && lane == 0) count0 = ld_relaxed_u64(p.ctr);
   // WIDE: 4 items of 8 columns per thread in flight (at 8 rows one L2 round trip instead of four)
   gemv_ln_prologue<D, MLP_CW + 1, (WIDE ? 4 : M16 ? 2 : 1)>(p.g, act, st, R);
+  if (TAGS && producer && lane == 0) epoch_s = (unsigned)(count0 / MLP_NB) + 1u;
   __syncthreads();
 
   if (producer) {
@@ -143,6 +154,9 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
         if (i >= S) mbar_wait(&empty[i % S], ((i / S) - 1) & 1);
         issue(i);
       }
+    // TAGS: the arrival rank, taken once every stage is requested (~nst stages before this block's end, so the round
+    // trip is off its path); the last p.nred blocks to take one sum the partials
+    if (TAGS && lane == 0) arrival_rank = (int)(atomicAdd(p.ctr, 1ull) % MLP_NB);
     __syncwarp();
   } else {
     const bool split = p.g.split != 0;
@@ -238,7 +252,11 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
         }
         const int n8 = (i - MLP_GU_ST) * MLP_DN_GPS + 2 * warp + q;
         float* dst = p.part + ((size_t)n8 * MLP_NB + b) * R * 8 + 2 * t4;
-        if constexpr (M16) {
+        if constexpr (TAGS) {
+          if (g < R)
+            st_relaxed_v2_u64(p.tagged + (((size_t)n8 * MLP_NB + b) * 2 + g) * 8 + 2 * t4,
+                              tag_pack(a[0] + a[2], epoch_s), tag_pack(a[1] + a[3], epoch_s));
+        } else if constexpr (M16) {
           if (g < R) *reinterpret_cast<float2*>(dst + g * 8) = make_float2(a[0] + a2[0], a[1] + a2[1]);
           if (g + 8 < R) *reinterpret_cast<float2*>(dst + (g + 8) * 8) = make_float2(a[2] + a2[2], a[3] + a2[3]);
         } else if (g < R) {
@@ -253,8 +271,9 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
   // others leave at once, so their SMs take the next kernel's blocks one by one instead of all at the end (session
   // 17: -1.5..-2% TPOT at one prompt; slower at 8 rows). Reducer j owns output groups j, j + nred, ...; each
   // output's sum has the same order whichever block computes it, so the outputs do not depend on nred.
-  __shared__ int arrival_rank;
-  if (tid == 0) {
+  if (TAGS) {
+    if (arrival_rank < MLP_NB - p.nred) return;
+  } else if (tid == 0) {
     arrival_release();
     const unsigned long long old = atomicAdd(p.ctr, 1ull);
     const unsigned long long target = (old / MLP_NB + 1) * MLP_NB;
@@ -293,9 +312,15 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
       const int e = e0 + k * MLP_THREADS;
       if (e >= nit) break;
       const int gi = e / (MLP_SUBSETS * RO), s = (e / RO) % MLP_SUBSETS, o = e % RO;
-      const float* src = p.part + (size_t)(j + gi * nred) * MLP_NB * RO + o;
+      if constexpr (TAGS) {
+        // the 16 partials as they land (each with this launch's epoch)
+        tag_wait<PER>(p.tagged + (size_t)(j + gi * nred) * MLP_NB * 16 + o + (size_t)s * 16, MLP_SUBSETS * 16,
+                      (1u << PER) - 1u, epoch_s, v[k], p.spin_limit);
+      } else {
+        const float* src = p.part + (size_t)(j + gi * nred) * MLP_NB * RO + o;
 #pragma unroll
-      for (int i = 0; i < PER; ++i) v[k][i] = __ldcg(src + (size_t)(s + MLP_SUBSETS * i) * RO);
+        for (int i = 0; i < PER; ++i) v[k][i] = __ldcg(src + (size_t)(s + MLP_SUBSETS * i) * RO);
+      }
     }
 #pragma unroll
     for (int k = 0; k < MLP_RK; ++k) {
