@@ -192,17 +192,15 @@ struct CudaGptEngine::Impl {
 
   bf16 *kc = nullptr, *vc = nullptr, *skc = nullptr, *svc = nullptr;
   float2* rope = nullptr;
-  float *x = nullptr, *stats = nullptr, *apart = nullptr, *ks_scratch = nullptr, *lm_val = nullptr, *guided = nullptr,
+  float *x = nullptr, *stats = nullptr, *ks_scratch = nullptr, *lm_val = nullptr, *guided = nullptr,
         *raw = nullptr;
   float *qkv = nullptr, *sconst = nullptr;
   bf16 *att = nullptr, *att_lo = nullptr, *hbuf = nullptr, *hbuf_lo = nullptr;
-  unsigned *acnt = nullptr, *ks_cnt = nullptr;
-  // the decode attention's tagged combine (gpt_attention.cuh, TAGS; measurement knob CUBEFORGE_GPT_ATTN_TAGS=0: the
-  // counted last-block combine of session 7)
+  unsigned *ks_cnt = nullptr;
+  // the decode attention's tagged split partials and per-(row, head) epochs (gpt_attention.cuh)
   unsigned long long* atpart = nullptr;
   unsigned* aep = nullptr;
   int atstride = 0;
-  bool attn_tags = true;
   int *lm_idx = nullptr, *tokens = nullptr, *h_tokens = nullptr, *h_tokens_dev = nullptr;
   Ctl* ctl = nullptr;
   Dyn* dyn = nullptr;
@@ -237,7 +235,6 @@ struct CudaGptEngine::Impl {
   float* mlp_part = nullptr;
   unsigned long long* mlp_tagged = nullptr;  // the one-prompt kernel's tagged partials (gpt_mlp.cuh, TAGS)
   unsigned long long* mlp_ctr = nullptr;
-  bool mlp_tags = true;  // measurement knob CUBEFORGE_GPT_MLP_TAGS=0: the one-prompt kernel's counted sum (session 17)
   int mlp_nred_env = -1;  // measurement knob CUBEFORGE_GPT_MLP_NRED (mlp_reducers)
   int mlp_slots_env = 0, mlp_pre_env = -1;
   bool mlp_wide = true;  // measurement knob CUBEFORGE_GPT_MLP_WIDE=0: the one-prompt kernel at 3-8 rows too
@@ -246,10 +243,10 @@ struct CudaGptEngine::Impl {
   int qkv_sm_rows = 2;
   // The instantiation for r rows: M16 above 8 rows, WIDE above 2 (unless switched off), the one-prompt kernel else.
   using MlpKernel = void (*)(MlpParams);
-  static constexpr MlpKernel kMlpKernels[4] = {mlp_kernel<false, false, true>, mlp_kernel<false, true, false>,
-                                               mlp_kernel<true, true, false>, mlp_kernel<false, false, false>};
+  static constexpr MlpKernel kMlpKernels[3] = {mlp_kernel<false, false>, mlp_kernel<false, true>,
+                                               mlp_kernel<true, true>};
   MlpKernel mlp_kernel_for(int r) const {
-    return r > 8 ? kMlpKernels[2] : (r > 2 && mlp_wide) ? kMlpKernels[1] : mlp_tags ? kMlpKernels[0] : kMlpKernels[3];
+    return r > 8 ? kMlpKernels[2] : (r > 2 && mlp_wide) ? kMlpKernels[1] : kMlpKernels[0];
   }
   // lm_head streamed through a shared-memory ring (gpt_lmhead.cuh, session 20) at <= 8 rows where it fits
   // (CUBEFORGE_GPT_LM_RING=0: the persistent GemvLm everywhere; CUBEFORGE_GPT_LM_SLOTS / _LM_PRE: ring slots, default
@@ -505,14 +502,11 @@ struct CudaGptEngine::Impl {
     CF_CUDA(cudaMemset(hbuf_lo, 0, (size_t)Rmax * F * 2));
     sconst = dalloc<float>((size_t)Rmax * D);
     const int maxs = std::max(maxs_dual, maxs_single);
-    apart = dalloc<float>((size_t)Rmax * H * maxs * (HD + 2));
     atstride = maxs;
     atpart = dalloc<unsigned long long>((size_t)Rmax * H * maxs * (HD + 2));
     CF_CUDA(cudaMemset(atpart, 0, (size_t)Rmax * H * maxs * (HD + 2) * sizeof(unsigned long long)));
     aep = dalloc<unsigned>((size_t)Rmax * H);  // epochs start at 1: the cleared words read as not yet written
     CF_CUDA(cudaMemset(aep, 0, (size_t)Rmax * H * sizeof(unsigned)));
-    acnt = dalloc<unsigned>((size_t)Rmax * H);
-    CF_CUDA(cudaMemset(acnt, 0, (size_t)Rmax * H * sizeof(unsigned)));
     ks_scratch = dalloc<float>((size_t)(D / 8) * 8 * 16 * 8);  // tiles x KSPLIT (<= 8) x 16 rows x 8
     ks_cnt = dalloc<unsigned>(D / 8);
     tl = dalloc<unsigned long long>(3 * (size_t)kTlMax);
@@ -650,8 +644,6 @@ struct CudaGptEngine::Impl {
       a.slot0_only = 0;
       a.rope = rope;
       a.dyn = dyn;
-      a.part = apart;
-      a.cnt = acnt;
       a.out = att;
       a.out_lo = att_lo;
       a.maxs = maxs;
@@ -659,7 +651,7 @@ struct CudaGptEngine::Impl {
       a.ep = aep;
       a.tstride = atstride;
       a.tl = tl_slot(single_now ? "s.attn" : "attn");
-      if (!diag_no_attn) launch(attn_tags ? attn_decode_kernel<true> : attn_decode_kernel<false>, dim3(maxs, H, R), dim3(128), 0, stream, pdl, a);
+      if (!diag_no_attn) launch(attn_decode_kernel, dim3(maxs, H, R), dim3(128), 0, stream, pdl, a);
       GemvParams o = base_params();
       o.W = w.x_o;
       o.N = D;
@@ -962,7 +954,6 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
   m.diag_tl = (opts.variant & kVarTimeline) != 0;
   m.diag_nostats = (opts.variant & kVarNoLnStats) != 0;
   if (const char* qs = std::getenv("CUBEFORGE_GPT_QKV_SM_ROWS")) m.qkv_sm_rows = std::atoi(qs);
-  if (const char* at = std::getenv("CUBEFORGE_GPT_ATTN_TAGS")) m.attn_tags = std::string(at) != "0";
   if (opts.verbose)
     std::fprintf(stderr, "cubeforge cuda: decode GEMVs: one-round qkv (and gate-up / down-proj where the MLP is not "
                          "fused) at <= 8 rows, persistent otherwise; %s weights, activations %s; L2 %d MB%s%s\n",
@@ -984,11 +975,10 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
       if (const char* pr = std::getenv("CUBEFORGE_GPT_MLP_PRE")) m.mlp_pre_env = std::atoi(pr);
       if (const char* wd = std::getenv("CUBEFORGE_GPT_MLP_WIDE")) m.mlp_wide = std::string(wd) != "0";
       if (const char* nr = std::getenv("CUBEFORGE_GPT_MLP_NRED")) m.mlp_nred_env = std::atoi(nr);
-      if (const char* tg = std::getenv("CUBEFORGE_GPT_MLP_TAGS")) m.mlp_tags = std::string(tg) != "0";
       int occ = 0;
-      CF_CUDA(cudaFuncSetAttribute(mlp_kernel<true, true, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+      CF_CUDA(cudaFuncSetAttribute(mlp_kernel<true, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    (int)mlp_smem(m.Rmax, m.mlp_slots(m.Rmax))));
-      CF_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, mlp_kernel<true, true, false>, MLP_THREADS,
+      CF_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, mlp_kernel<true, true>, MLP_THREADS,
                                                             mlp_smem(m.Rmax, m.mlp_slots(m.Rmax))));
       if (occ < 1) m.mlp_on = false;
       if (opts.verbose)

@@ -1,5 +1,5 @@
 // Decode attention (flash-decoding over the valid prefix): q/k RMSNorm + RoPE, the KV write of the current position,
-// split softmax per 32-key block and the last block's combine into the hi/lo output rows.
+// split softmax per 32-key block and split 0's combine (tagged partials) into the hi/lo output rows.
 #pragma once
 #include "gpt_device.cuh"
 
@@ -17,21 +17,16 @@ struct AttnParams {
   int slot0_only;      // reference single-block decode: the query sees slot 0 only
   const float2* rope;  // [positions][64] (cos, sin)
   const Dyn* dyn;
-  float* part;         // [R][H][maxs][HD + 2]
-  unsigned* cnt;       // [R][H], left at 0
-  unsigned long long* tpart;  // TAGS: [R][H][maxs][HD + 2] partials tagged with the launch's epoch (tag_pack)
-  unsigned* ep;        // TAGS: [R][H] epoch of the last launch that combined (split 0 writes it)
+  unsigned long long* tpart;  // [R][H][tstride][HD + 2] split partials tagged with the launch's epoch (tag_pack)
+  unsigned* ep;        // [R][H] epoch of the last launch that combined (split 0 writes it)
   bf16* out;           // [R][D] hi part
   bf16* out_lo;        // [R][D] lo part
   int maxs;
-  int tstride;         // TAGS: splits per (row, head) in tpart, the same for every launch (a word belongs to one (r, h))
+  int tstride;         // splits per (row, head) in tpart, the same for every launch (a word belongs to one (r, h))
   unsigned long long* tl;  // diagnostics only: timeline stamps (TlStamp) or null
 };
 constexpr int ATT_MAXSPLIT = 128;  // splits per (row, head) the combine's shared arrays hold (host-checked)
-#ifndef CF_ATT_TCH
-#define CF_ATT_TCH 8
-#endif
-constexpr int ATT_TCH = CF_ATT_TCH;  // tagged combine: splits' o values polled per round
+constexpr int ATT_TCH = 8;  // the combine's split o values polled per round (12 spill at 64 registers)
 constexpr unsigned long long ATT_SPIN = 1ull << 24;  // polling rounds of the tagged combine before it traps
 
 __device__ inline float block128_sum(float v, float* red4) {
@@ -117,18 +112,15 @@ __device__ __forceinline__ void attn_load_kv(const AttnParams& p, const AttnStep
 
 // One split (32 keys) of (row r, head h), its keys and values already in registers: q (and, in the split holding the
 // current slot, k and v) normalised and rotated, the KV write of the current slot, the split's softmax partial, and
-// in the last split to arrive the combine into the hi/lo output row. The arithmetic is written out with _rn
+// in split 0 the combine into the hi/lo output row. The arithmetic is written out with _rn
 // intrinsics (no compiler contraction), so every kernel that runs it gives the same bits.
-// TAGS (session 21): the partials carry the launch's epoch `ep` and split 0 combines them as they land (no fence,
-// arrival count or reset); the combine's order and arithmetic are the same.
-template <bool TAGS>
+// ep: this launch's epoch for (r, h) (attn_decode_kernel).
 __device__ __forceinline__ void attn_split(const AttnParams& p, const AttnStep& st, int r, int h, int split,
                                            const KvRegs& kv, unsigned ep) {
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int cur = st.cur, L = st.L, nsplit = st.nsplit, j0 = split * ACH;
   const size_t base = (size_t)(r * H + h) * p.T * HD;
   __shared__ __align__(16) float qs[HD], kn[HD], vn[HD], red4[8], wm[4], wl[4], ow[4][HD];
-  __shared__ int last;
   const float* qrow = p.qkv + (size_t)r * QKV_LD + h * HD;
   const bool has_cur = cur < L && cur >= j0 && cur < j0 + ACH;
   const float qraw = __ldcg(qrow + tid);
@@ -212,8 +204,10 @@ __device__ __forceinline__ void attn_split(const AttnParams& p, const AttnStep& 
     split_store(p.out, p.out_lo, (size_t)r * D + h * HD + tid, od / lsum);
     return;
   }
+  // the split's partial (o, m, l) as words tagged with this launch's epoch; split 0 combines them as they land, in
+  // split order (max, then the rescaled sums; session 7's order), with no fence, arrival count or reset (session 21)
   __shared__ float cm[ATT_MAXSPLIT], cl[ATT_MAXSPLIT];
-  if constexpr (TAGS) {
+  {
     unsigned long long* tp = p.tpart + (size_t)(r * H + h) * p.tstride * (HD + 2);
     unsigned long long* mine = tp + (size_t)split * (HD + 2);
     st_relaxed_u64(mine + tid, tag_pack(od, ep));
@@ -253,58 +247,14 @@ __device__ __forceinline__ void attn_split(const AttnParams& p, const AttnStep& 
     }
     split_store(p.out, p.out_lo, (size_t)r * D + h * HD + tid, O / Ls);
     if (tid == 0) p.ep[r * H + h] = ep;
-    return;
   }
-  float* mypart = p.part + ((size_t)(r * H + h) * p.maxs + split) * (HD + 2);
-  mypart[tid] = od;
-  if (tid == 0) {
-    mypart[HD] = m;
-    mypart[HD + 1] = lsum;
-  }
-  __syncthreads();
-  if (tid == 0) {  // one fence by one thread after the barrier (see the lm_head tail)
-    const bool l = arrive(&p.cnt[r * H + h]) == (unsigned)nsplit - 1;
-    if (l) arrival_acquire();
-    last = l;
-  }
-  __syncthreads();
-  if (!last) return;
-  const float* parts = p.part + (size_t)(r * H + h) * p.maxs * (HD + 2);
-  // Session 7: the splits' (m, l) go to shared memory in one parallel load, each thread's o values are loaded
-  // 16 at a time (all in flight together), then combined in split order (max, then the rescaled sums).
-  for (int s = tid; s < nsplit; s += 128) {
-    cm[s] = __ldcg(parts + s * (HD + 2) + HD);
-    cl[s] = __ldcg(parts + s * (HD + 2) + HD + 1);
-  }
-  float ov[16];
-#pragma unroll
-  for (int i = 0; i < 16; ++i) ov[i] = i < nsplit ? __ldcg(parts + i * (HD + 2) + tid) : 0.f;
-  __syncthreads();
-  float M = -INFINITY;
-  for (int s = 0; s < nsplit; ++s) M = fmaxf(M, cm[s]);
-  float Ls = 0.f, O = 0.f;
-  for (int s0 = 0; s0 < nsplit; s0 += 16) {
-    if (s0 > 0) {
-#pragma unroll
-      for (int i = 0; i < 16; ++i) ov[i] = s0 + i < nsplit ? __ldcg(parts + (s0 + i) * (HD + 2) + tid) : 0.f;
-    }
-#pragma unroll
-    for (int i = 0; i < 16; ++i)
-      if (s0 + i < nsplit) {
-        const float f = __expf(cm[s0 + i] - M);
-        Ls = __fmaf_rn(cl[s0 + i], f, Ls);
-        O = __fmaf_rn(ov[i], f, O);
-      }
-  }
-  split_store(p.out, p.out_lo, (size_t)r * D + h * HD + tid, O / Ls);
-  if (tid == 0) p.cnt[r * H + h] = 0;
 }
 
 // One block per (split, head, row); blocks past the prefix return at once (session 15 sized the grid to the prefix
 // per graph instead: slower at batch 1, see docs/cuda-gpt.md). Its keys and values are requested before
 // griddepcontrol.wait (earlier steps wrote them).
-// TAGS: this launch's epoch is one past the last combining launch's (that launch completed before this one started).
-template <bool TAGS>
+// This launch's epoch for (r, h) is one past the last combining launch's (which completed before this one started:
+// every kernel between them waited for its predecessor).
 __global__ void __launch_bounds__(128, 8) attn_decode_kernel(const AttnParams p) {
   const int split = blockIdx.x, h = blockIdx.y, r = blockIdx.z;
   const TlStamp tls(p.tl);
@@ -312,11 +262,11 @@ __global__ void __launch_bounds__(128, 8) attn_decode_kernel(const AttnParams p)
   AttnStep st = attn_step(p);
   if (split >= st.nsplit) return;
   attn_consts(p, st);
-  const unsigned ep = TAGS ? __ldcg(p.ep + r * H + h) + 1u : 0u;
+  const unsigned ep = __ldcg(p.ep + r * H + h) + 1u;
   KvRegs kv;
   attn_load_kv(p, st, r, h, split, kv);
   pdl_handoff(tls);
-  attn_split<TAGS>(p, st, r, h, split, kv, ep);
+  attn_split(p, st, r, h, split, kv, ep);
 }
 
 }  // namespace cubeforge::cuda::detail

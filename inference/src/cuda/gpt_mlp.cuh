@@ -65,11 +65,14 @@ __device__ __forceinline__ unsigned long long ld_acquire_u64(const unsigned long
 // 8..15. Per output the same sums in the same order either way, so 1 and 8 prompts stay bitwise identical.
 // WIDE (more than 2 rows): more loads in flight in the LN prologue and the final sum, at the price of registers;
 // without it (one prompt) at most 72 registers, so one qkv GEMV block fits beside the MLP block and starts early.
-// TAGS (one prompt, session 21): the partials carry the launch's epoch and the reducers read them as they land (no
-// fence or arrival count at the end; the rank that picks the reducers is taken while the block still computes).
-template <bool M16, bool WIDE, bool TAGS>
+// The final sum: without WIDE (TAGS, session 21) the partials carry the launch's epoch, half the blocks leave once
+// theirs are stored, and the others read them as they land (no fence or arrival count at the end; the rank that picks
+// those reducers is taken while the block still computes); with WIDE every block waits for all (one counted arrival
+// each) and sums output groups b and b + 128.
+template <bool M16, bool WIDE>
 __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const MlpParams p) {
-  static_assert(!TAGS || (!M16 && !WIDE), "tagged partials: the one-prompt kernel (<= 2 rows)");
+  constexpr bool TAGS = !WIDE;
+  static_assert(!TAGS || !M16, "tagged partials: the one-prompt kernel (<= 2 rows)");
   constexpr int AST = D + 32;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
   const int b = blockIdx.x, R = p.g.R, S = p.nst;
@@ -124,13 +127,12 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
       ub[j] = bf(p.bgu[2 * MLP_HS * b + cg + 8]);
     }
   }
-  // The final sum (below): at <= 2 rows (DYN) the last p.nred blocks to arrive sum the partials and learn which
-  // outputs only then, so the down-proj bias (3 KB) goes into L2 now; above, every block waits for all and sums
-  // output groups b and b + 128, whose biases it loads now (weights: before the wait).
-  constexpr bool DYN = !WIDE;
+  // The final sum (below): with TAGS the last p.nred blocks to take a rank sum the partials and learn which outputs
+  // only then, so the down-proj bias (3 KB) goes into L2 now; with WIDE every block sums output groups b and b + 128,
+  // whose biases it loads now (weights: before the wait).
   const int RO = R * 8;
   float bias = 0.f;
-  if constexpr (DYN) {
+  if constexpr (TAGS) {
     if (producer && lane < D * 2 / 128) prefetch_l2(p.bdn + lane * 64);
   } else {
     const int ng = (b + MLP_NB < D / 8) ? 2 : 1;
@@ -267,9 +269,10 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
   }
   __syncthreads();
 
-  // ---- every block's partials written: one arrival each. DYN: the last nred blocks to arrive sum them and the
-  // others leave at once, so their SMs take the next kernel's blocks one by one instead of all at the end (session
-  // 17: -1.5..-2% TPOT at one prompt; slower at 8 rows). Reducer j owns output groups j, j + nred, ...; each
+  // ---- every block's partials written. TAGS: the first MLP_NB - nred blocks to take a rank leave at once, so their
+  // SMs take the next kernel's blocks one by one instead of all at the end (session 17: -1.5..-2% TPOT at one
+  // prompt; slower at 8 rows), and the reducers poll the tagged partials (session 21: -0.3% / -1.1%). WIDE: one
+  // counted arrival per block, and every block waits for all. Reducer j owns output groups j, j + nred, ...; each
   // output's sum has the same order whichever block computes it, so the outputs do not depend on nred.
   if (TAGS) {
     if (arrival_rank < MLP_NB - p.nred) return;
@@ -278,17 +281,14 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
     const unsigned long long old = atomicAdd(p.ctr, 1ull);
     const unsigned long long target = (old / MLP_NB + 1) * MLP_NB;
     arrival_rank = (int)(old % MLP_NB);
-    if (!DYN || arrival_rank >= MLP_NB - p.nred) {
-      unsigned long long n = 0;
-      if (!DYN || old + 1 < target)  // the last to arrive has seen every other arrival in its own atomic
-        while (ld_acquire_u64(p.ctr) < target)
-          if (++n > p.spin_limit) __trap();
-      arrival_acquire();
-    }
+    unsigned long long n = 0;
+    while (ld_acquire_u64(p.ctr) < target)
+      if (++n > p.spin_limit) __trap();
+    arrival_acquire();
   }
-  __syncthreads();
-  const int nred = DYN ? p.nred : MLP_NB;
-  const int j = DYN ? arrival_rank - (MLP_NB - nred) : b;
+  __syncthreads();  // WIDE: the rank store and the j < 0 test below are dead, but without them ptxas gives 116 registers
+  const int nred = TAGS ? p.nred : MLP_NB;
+  const int j = TAGS ? arrival_rank - (MLP_NB - nred) : b;
   if (j < 0) return;
   const int ng = (D / 8 - j + nred - 1) / nred;  // output groups of this reducer (ng * RO <= MLP_THREADS)
 
@@ -299,7 +299,7 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
     const int col = (j + (tid / RO) * nred) * 8 + tid % 8, r = (tid % RO) / 8;
     xr = __ldcg(p.g.resid + (size_t)r * D + col);
     if (p.g.add2) a2r = __ldcg(p.g.add2 + (size_t)r * D + col);
-    if constexpr (DYN) bias = bf(p.bdn[col]);
+    if constexpr (TAGS) bias = bf(p.bdn[col]);
   }
   // (gi, subset, output) items, up to MLP_RK per thread with all their loads in flight before the sums (8 rows:
   // 1024 items on 416 threads, one L2 round trip instead of three)
