@@ -36,12 +36,7 @@ struct MlpParams {
   int pre;                    // stages requested before griddepcontrol.wait (<= nst)
   unsigned long long spin_limit;  // polls of the final wait before the kernel traps (a block never arrived)
   int nred;                   // the last nred blocks to arrive sum the partials, the others leave (mlp_reducers)
-  unsigned long long* ph;     // DIAGNOSTIC (session 21): per-block phase stamps [MLP_NB][MLP_PH] or null
 };
-constexpr int MLP_PH = 11;
-__device__ __forceinline__ void mlp_phase(const MlpParams& p, int i, int t = 0) {
-  if (p.ph && (int)threadIdx.x == t) p.ph[blockIdx.x * MLP_PH + i] = gtimer();
-}
 
 // Load-time conversion of the fp32 down-proj [D][F] into the hidden-slice layout (mlp_dn_off).
 __global__ void convert_mlp_down_kernel(const float* src, bf16* dst) {
@@ -82,7 +77,6 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
   const int b = blockIdx.x, R = p.g.R, S = p.nst;
   const TlStamp tls(p.g.tl);
-  mlp_phase(p, 0);
   extern __shared__ __align__(16) unsigned char smem[];
   uint64_t* full = reinterpret_cast<uint64_t*>(smem);
   uint64_t* empty = full + MLP_MAXSLOTS;
@@ -145,7 +139,6 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
     if (tid < ng * RO) bias = bf(p.bdn[(b + (tid / RO) * MLP_NB) * 8 + tid % 8]);
   }
   pdl_handoff(tls);
-  mlp_phase(p, 1);
   // TAGS: this launch's epoch. Every earlier launch has completed (its arrivals are in the count) and this launch's
   // blocks add at most MLP_NB - 1 before this read, so count / MLP_NB is the number of earlier launches.
   __shared__ unsigned epoch_s;
@@ -156,7 +149,6 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
   gemv_ln_prologue<D, MLP_CW + 1, (WIDE ? 4 : M16 ? 2 : 1)>(p.g, act, st, R);
   if (TAGS && producer && lane == 0) epoch_s = (unsigned)(count0 / MLP_NB) + 1u;
   __syncthreads();
-  mlp_phase(p, 2);
 
   if (producer) {
     if (lane == 0)
@@ -166,7 +158,6 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
       }
     // TAGS: the arrival rank, taken once every stage is requested (~nst stages before this block's end, so the round
     // trip is off its path); the last p.nred blocks to take one sum the partials
-    mlp_phase(p, 6, MLP_CW * 32);
     if (TAGS && lane == 0) arrival_rank = (int)(atomicAdd(p.ctr, 1ull) % MLP_NB);
     __syncwarp();
   } else {
@@ -192,7 +183,6 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
         }
       }
     }
-    mlp_phase(p, 3);
     {
       float* o = gu + warp * 8 + 2 * t4;
       if constexpr (M16) {
@@ -225,7 +215,6 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
       hs[(R + r) * MLP_HST + u] = __float2bfloat16_rn(hv - __bfloat162float(hh));
     }
     mlp_consumer_sync();
-    mlp_phase(p, 4);
     // ---- down-proj partials over the block's 48 columns: A fragments once, then 2 output groups per stage -----
     // k16 step t, lane (g, t4): columns 16 t + 4 t4 .. + 3 of the weights' row g and of the activation row, the same
     // permutation of the MMA's k slots for both (as the 32-column chunks of the other GEMVs).
@@ -277,11 +266,8 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
         }
       }
     }
-    mlp_phase(p, 5);
   }
   __syncthreads();
-  mlp_phase(p, 7);
-  if (p.ph && tid == 0) p.ph[b * MLP_PH + 10] = TAGS ? arrival_rank : 0;
 
   // ---- every block's partials written. TAGS: the first MLP_NB - nred blocks to take a rank leave at once, so their
   // SMs take the next kernel's blocks one by one instead of all at the end (session 17: -1.5..-2% TPOT at one
@@ -347,7 +333,6 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
     }
   }
   __syncthreads();
-  mlp_phase(p, 8);
   float* xs = red + nit;  // [ng][R][8] new residual values
   if (tid < ng * RO) {
     const int gi = tid / RO, o = tid % RO, r = o / 8, col = (j + gi * nred) * 8 + o % 8;
@@ -366,7 +351,6 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
     const int gi = tid / R, r = tid % R;
     reinterpret_cast<float2*>(p.g.stats_out)[(size_t)r * NSLOT + j + gi * nred] = ln_stats8(xs + gi * RO + r * 8);
   }
-  mlp_phase(p, 9);
 }
 
 }  // namespace cubeforge::cuda::detail
