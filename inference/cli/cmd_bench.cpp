@@ -38,6 +38,7 @@ struct BenchArgs {
   int copy_mb = 2048;  // bench: buffer of the device-to-device copy that the bandwidth is compared with
   float batch_top_p = 0;  // bench: the batch runs sample with this top-p (the editor's variations), 0 = greedy
   std::vector<int> attribute;  // cuda-check: engine variants compared (pass 0 only) against the same reference
+  int tokens = 0, cond_len = 0;  // > 0: override the preset's tokens per object / conditioning length (localising)
 };
 
 std::vector<int> int_list(const std::string& v) {  // "1,2,4"
@@ -72,6 +73,8 @@ bool parse_args(int argc, char** argv, BenchArgs& a, const char* usage) {
     else if (k == "--copy-mb") a.copy_mb = std::atoi(val().c_str());
     else if (k == "--batch-top-p") a.batch_top_p = std::strtof(val().c_str(), nullptr);
     else if (k == "--attribute") a.attribute = int_list(val());
+    else if (k == "--tokens") a.tokens = std::atoi(val().c_str());
+    else if (k == "--cond-len") a.cond_len = std::atoi(val().c_str());
     else if (k == "--help" || k == "-h") {
       std::printf("%s", usage);
       return false;
@@ -100,7 +103,7 @@ struct Preset {
   GptConfig cfg;
   int N = 512, s = 77;
 };
-Preset make_preset(const std::string& name) {
+Preset make_preset(const std::string& name, const BenchArgs& a) {
   Preset p;
   if (name == "v0.5") {
     p.cfg.use_bbox = true;
@@ -113,6 +116,8 @@ Preset make_preset(const std::string& name) {
     p.cfg.n_layer = name == "micro1" ? 1 : 2;
     p.N = 4;
   }
+  if (a.tokens > 0) p.N = a.tokens;
+  if (a.cond_len > 0) p.s = a.cond_len;
   return p;
 }
 
@@ -183,7 +188,8 @@ int run_bench(int argc, char** argv) {
   const char* usage =
       "usage: cubeforge-gen bench --synthetic v0.1|v0.5|tiny [--batches 1,2,4,8] [--steps-per-graph K] [--seed S]\n"
       "                           [--no-pdl] [--variant BITS] [--reps R] [--quick] [--copy-mb MB]\n"
-      "                           [--batch-top-p P]   (batch runs sample with top-p P, as variations do)\n";
+      "                           [--batch-top-p P]   (batch runs sample with top-p P, as variations do)\n"
+      "                           [--tokens N] [--cond-len S]   (override the preset's tokens / conditioning length)\n";
   BenchArgs a;
   if (!parse_args(argc, argv, a, usage)) return 0;
   std::string why;
@@ -191,7 +197,7 @@ int run_bench(int argc, char** argv) {
     std::fprintf(stderr, "bench: the CUDA backend cannot run here: %s\n", why.c_str());
     return 1;
   }
-  const Preset pr = make_preset(a.preset);
+  const Preset pr = make_preset(a.preset, a);
   const int maxP = *std::max_element(a.batches.begin(), a.batches.end());
   const double copy_bw = measure_copy_bandwidth((size_t)std::max(1, a.copy_mb) << 20);
   std::printf("device: %s\n", why.c_str());
@@ -237,7 +243,12 @@ int run_bench(int argc, char** argv) {
   for (int i = 0; i < a.reps; ++i) {
     auto t = do_run("greedy B1 K=" + std::to_string(g.steps_per_graph), g, 1, bytes1);
     if (first.empty()) first = t;
-    else if (t != first) std::printf("WARNING: greedy tokens differ between runs\n");
+    else if (t != first) {
+      size_t k = 0;
+      while (k < t.size() && t[k] == first[k]) ++k;
+      std::printf("WARNING: greedy tokens differ between runs (first at token %zu of %zu: %d vs %d)\n", k, t.size(),
+                  k < t.size() ? t[k] : -1, k < first.size() ? first[k] : -1);
+    }
   }
   {
     GenerateOptions o = g;
@@ -309,7 +320,8 @@ struct Cmp {
 int run_check(int argc, char** argv) {
   const char* usage =
       "usage: cubeforge-gen cuda-check --synthetic v0.1|v0.5|tiny|micro1|micro2 [--seed S] [--no-pdl] [--variant BITS]\n"
-      "                                [--attribute BITS,BITS,...]   (also teacher-force engines of these variants)\n";
+      "                                [--attribute BITS,BITS,...]   (also teacher-force engines of these variants)\n"
+      "                                [--tokens N] [--cond-len S]   (override the preset's tokens / conditioning length)\n";
   BenchArgs a;
   if (!parse_args(argc, argv, a, usage)) return 0;
   std::string why;
@@ -317,7 +329,7 @@ int run_check(int argc, char** argv) {
     std::fprintf(stderr, "cuda-check: the CUDA backend cannot run here: %s\n", why.c_str());
     return 1;
   }
-  const Preset pr = make_preset(a.preset);
+  const Preset pr = make_preset(a.preset, a);
   const int N = pr.N, s = pr.s, Vs = pr.cfg.shape_model_vocab_size;
   const float g = 3.0f;
   EngineOptions eo;
