@@ -551,6 +551,27 @@ int run_check(int argc, char** argv) {
                 threw ? "stopped" : "NOT STOPPED", seen, streamed, (ordered && again == tokens) ? "yes" : "NO");
     if (!threw || !ordered || again != tokens || streamed != N) ++failures;
   }
+  // repeatability: the same prompt and settings give the same greedy tokens in every generate (session 21 found
+  // configurations where they do not: docs/cuda-gpt.md; e.g. --synthetic v0.1 --cond-len 78)
+  {
+    constexpr int kRepeats = 6;
+    int same = 0;
+    long first_diff = -1;
+    for (int i = 0; i < kRepeats; ++i) {
+      eng->prefill(cond.data(), 2, true);
+      const auto t = eng->generate(GenerateOptions{});
+      if (t == tokens) {
+        ++same;
+      } else if (first_diff < 0) {
+        first_diff = 0;
+        while (first_diff < (long)t.size() && t[first_diff] == tokens[first_diff]) ++first_diff;
+      }
+    }
+    std::printf("repeat: %d/%d greedy generations equal to the first", same, kRepeats);
+    if (first_diff >= 0) std::printf(" (first difference at token %ld)", first_diff);
+    std::printf("\n");
+    if (same != kRepeats) ++failures;
+  }
   std::printf("cuda-check: %s\n", failures ? "FAILED" : "passed");
   return failures ? 1 : 0;
 }
