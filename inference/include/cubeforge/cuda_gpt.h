@@ -71,6 +71,8 @@ struct EngineOptions {
   //   timing diagnostics, wrong outputs: bit 18 (262144) no attention kernels, bit 19 (524288) every GEMV reads one
   //   L2-resident 2 MB range, bit 22 (4194304) the LN prologues skip the row statistics (mean 0, rstd 1);
   //   bit 21 (2097152): per-kernel timeline of one replayed step on stderr (outputs right)
+  //   bit 23 (8388608): before each generate, the buffers the decode writes before it reads are filled with NaN
+  //   bytes (a read of a previous run's values shows as NaN logits; outputs right otherwise)
   int variant = 0;
 };
 

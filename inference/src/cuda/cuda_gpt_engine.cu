@@ -26,8 +26,9 @@ namespace {
 // EngineOptions::variant: the bits that still select something (cuda_gpt.h); create() refuses the others.
 constexpr unsigned kVarRowMajor = 8, kVarBf16Dec = 16, kVarBf16Pre = 32;
 constexpr unsigned kVarNoAttn = 1u << 18, kVarL2Weights = 1u << 19, kVarTimeline = 1u << 21, kVarNoLnStats = 1u << 22;
-constexpr unsigned kVarKnown =
-    kVarRowMajor | kVarBf16Dec | kVarBf16Pre | kVarNoAttn | kVarL2Weights | kVarTimeline | kVarNoLnStats;
+constexpr unsigned kVarPoison = 1u << 23;
+constexpr unsigned kVarKnown = kVarRowMajor | kVarBf16Dec | kVarBf16Pre | kVarNoAttn | kVarL2Weights | kVarTimeline |
+                               kVarNoLnStats | kVarPoison;
 
 double now_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -211,6 +212,19 @@ struct CudaGptEngine::Impl {
   int split_dec = 1, split_pre = 1;  // activation operands as bf16 hi + lo (decode GEMVs / prefill GEMMs)
   bool diag_no_attn = false, diag_l2w = false;  // timing-only diagnostics (bits 18, 19): wrong outputs
   bool diag_nostats = false;  // timing-only diagnostic (bit 22): the LN prologues skip the row statistics
+  // Diagnostic (bit 23, session 21's determinism bug): before each generate, what the decode writes before it reads
+  // (the KV slots past the conditioning, the single block's cache, the qkv and attention outputs) is filled with NaN
+  // bytes, so a read of a value left by an earlier run turns the logits to NaN instead of going unseen.
+  bool diag_poison = false;
+  void poison_state() {
+    const size_t pitch = (size_t)Tdual * HD * 2, width = (size_t)(Tdual - s) * HD * 2, rows = (size_t)L * Rmax * H;
+    CF_CUDA(cudaMemset2DAsync(kc + (size_t)s * HD, pitch, 0xFF, width, rows, stream));
+    CF_CUDA(cudaMemset2DAsync(vc + (size_t)s * HD, pitch, 0xFF, width, rows, stream));
+    CF_CUDA(cudaMemsetAsync(skc, 0xFF, (size_t)Rmax * H * N * HD * 2, stream));
+    CF_CUDA(cudaMemsetAsync(svc, 0xFF, (size_t)Rmax * H * N * HD * 2, stream));
+    CF_CUDA(cudaMemsetAsync(qkv, 0xFF, (size_t)Rmax * QKV_LD * sizeof(float), stream));
+    CF_CUDA(cudaMemsetAsync(att, 0xFF, (size_t)Rmax * D * 2, stream));
+  }
   // Timeline diagnostics (bit 21): stamps of every decode kernel of one step (TlStamp), printed by generate().
   bool diag_tl = false;
   unsigned long long* tl = nullptr;
@@ -953,6 +967,7 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
   m.diag_l2w = (opts.variant & kVarL2Weights) != 0;   // diagnostics, timing only: every GEMV reads the same 2 MB
   m.diag_tl = (opts.variant & kVarTimeline) != 0;
   m.diag_nostats = (opts.variant & kVarNoLnStats) != 0;
+  m.diag_poison = (opts.variant & kVarPoison) != 0;
   if (const char* qs = std::getenv("CUBEFORGE_GPT_QKV_SM_ROWS")) m.qkv_sm_rows = std::atoi(qs);
   if (opts.verbose)
     std::fprintf(stderr, "cubeforge cuda: decode GEMVs: one-round qkv (and gate-up / down-proj where the MLP is not "
@@ -1050,6 +1065,7 @@ std::vector<int32_t> CudaGptEngine::generate(const GenerateOptions& o, GenerateS
   m.tf_step = -1;  // teacher forcing must start from a new prefill
   m.write_ctl(c);
   m.reset_pos();
+  if (m.diag_poison) m.poison_state();
 
   // Step 0 (BOS) eagerly, then K-step graphs (or eager steps) through the shared streaming loop (token_stream.h).
   auto launch = [&](int first, int count) {
