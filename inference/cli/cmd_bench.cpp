@@ -230,9 +230,10 @@ int run_bench(int argc, char** argv) {
     Row r{name, pre, st.step0_ms, tpot, pct(st.chunk_ms, 0.5), pct(st.chunk_ms, 0.99),
           pre + st.step0_ms + st.decode_ms, st.capture_ms, bytes / (tpot * 1e-3) / copy_bw * 100.0};
     std::printf("%-34s prefill %.2f ms + step0 %.3f ms, TPOT %.4f ms (p50 %.4f p99 %.4f per %s), object %.1f ms, "
-                "capture %.0f ms, wall %.1f ms, bw %.0f%% of copy; tokens[0..3] %d %d %d %d\n",
+                "capture %.0f ms, wall %.1f ms, bw %.0f%% of copy; tokens[0..3] %d %d %d %d, digest %016llx\n",
                 name.c_str(), pre, st.step0_ms, tpot, r.p50, r.p99, st.steps_per_chunk == 1 ? "step" : "chunk",
-                r.object_ms, st.capture_ms, st.wall_ms, r.bw_pct, toks[0], toks[1], toks[2], toks[3]);
+                r.object_ms, st.capture_ms, st.wall_ms, r.bw_pct, toks[0], toks[1], toks[2], toks[3],
+                (unsigned long long)fnv1a(toks));
     std::fflush(stdout);
     rows.push_back(r);
     return toks;

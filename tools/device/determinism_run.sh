@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # GPU-machine run for session 21's determinism bug (docs/cuda-gpt.md, session 21): how many greedy generations of the
-# same prompt differ from the first (`bench --quick --batches 1 --reps R`), in the configurations where it was seen
-# and the ones where it was not, with the poison diagnostic (variant bit 23: a read of a previous run's values shows
-# as NaN logits, i.e. tokens 0) and cuda-check's repeatability check. Usage (device tool, repo root):
+# same prompt differ from the first (`bench --quick --batches 1 --reps R`) and their token digests, in the
+# configurations where it was seen and the ones where it was not, with the poison diagnostic (variant bit 23: a read
+# of a previous run's values shows as NaN logits, i.e. tokens 0) and cuda-check's repeatability check.
+# Usage (device tool, repo root):
 #   BIN=.devcarry/x/cubeforge-gen [REPS=8] [EXTRA="--no-pdl"] bash tools/device/determinism_run.sh
 set -uo pipefail
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
@@ -15,6 +16,9 @@ d() {  # d ENV-OR-- ARGS...: one bench, the count of runs differing from the fir
   echo "[${e/#-/}] $*: differing $(echo "$o" | grep -c WARNING)/$((REPS - 1)); $(echo "$o" | grep -E 'TPOT mean' |
     sed 's/.*graphs of 8 steps | //; s/ (runs.*//') $(echo "$o" | grep -iE ' error|trap' | head -2)"
   echo "$o" | grep WARNING | sort | uniq -c | head -3
+  # the runs' token digests (warm-up first): poisoned runs that all agree on garbage show here as a digest other than
+  # the clean configuration's, with tokens 0
+  echo "  digests: $(echo "$o" | grep -oE 'tokens\[0\.\.3\] [0-9 ]+, digest [0-9a-f]+' | sed 's/tokens\[0..3\] //' | uniq -c | tr -s ' ' | tr '\n' ';')"
 }
 d - --synthetic v0.1 --cond-len 78
 d - --synthetic v0.1 --cond-len 78 --variant 8388608
