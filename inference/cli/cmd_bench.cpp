@@ -322,7 +322,7 @@ int run_check(int argc, char** argv) {
   const char* usage =
       "usage: cubeforge-gen cuda-check --synthetic v0.1|v0.5|tiny|micro1|micro2 [--seed S] [--no-pdl] [--variant BITS]\n"
       "                                [--attribute BITS,BITS,...]   (also teacher-force engines of these variants)\n"
-      "                                [--tokens N] [--cond-len S]   (override the preset's tokens / conditioning length)\n";
+      "                                [--tokens N] [--cond-len S]   (the preset's tokens / conditioning length)\n";
   BenchArgs a;
   if (!parse_args(argc, argv, a, usage)) return 0;
   std::string why;

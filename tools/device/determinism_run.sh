@@ -18,7 +18,8 @@ d() {  # d ENV-OR-- ARGS...: one bench, the count of runs differing from the fir
   echo "$o" | grep WARNING | sort | uniq -c | head -3
   # the runs' token digests (warm-up first): poisoned runs that all agree on garbage show here as a digest other than
   # the clean configuration's, with tokens 0
-  echo "  digests: $(echo "$o" | grep -oE 'tokens\[0\.\.3\] [0-9 ]+, digest [0-9a-f]+' | sed 's/tokens\[0..3\] //' | uniq -c | tr -s ' ' | tr '\n' ';')"
+  echo "  digests: $(echo "$o" | grep -oE 'tokens\[0\.\.3\] [0-9 ]+, digest [0-9a-f]+' |
+    sed 's/tokens\[0..3\] //' | uniq -c | tr -s ' ' | tr '\n' ';')"
 }
 d - --synthetic v0.1 --cond-len 78
 d - --synthetic v0.1 --cond-len 78 --variant 8388608

@@ -286,7 +286,8 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
       if (++n > p.spin_limit) __trap();
     arrival_acquire();
   }
-  __syncthreads();  // WIDE: the rank store and the j < 0 test below are dead, but without them ptxas gives 116 registers
+  // WIDE: the rank store above and the j < 0 test below are dead, but without them ptxas gives 116 registers, not 106
+  __syncthreads();
   const int nred = TAGS ? p.nred : MLP_NB;
   const int j = TAGS ? arrival_rank - (MLP_NB - nred) : b;
   if (j < 0) return;
