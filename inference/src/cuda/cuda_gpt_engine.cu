@@ -549,8 +549,8 @@ struct CudaGptEngine::Impl {
     if (mlp_on) {
       mlp_part = dalloc<float>((size_t)(D / 8) * MLP_NB * Rmax * 8);
       // epoch 0 never occurs (the first launch's is 1), so the cleared words read as not yet written
-      mlp_tagged = dalloc<unsigned long long>((size_t)(D / 8) * MLP_NB * 2 * 8);
-      CF_CUDA(cudaMemset(mlp_tagged, 0, (size_t)(D / 8) * MLP_NB * 2 * 8 * sizeof(unsigned long long)));
+      mlp_tagged = dalloc<unsigned long long>(MLP_TAG_WORDS);
+      CF_CUDA(cudaMemset(mlp_tagged, 0, MLP_TAG_WORDS * sizeof(unsigned long long)));
       mlp_ctr = dalloc<unsigned long long>(1);
       CF_CUDA(cudaMemset(mlp_ctr, 0, sizeof(unsigned long long)));
       size_t m = 0;

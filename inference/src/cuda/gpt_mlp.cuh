@@ -18,7 +18,7 @@ constexpr int MLP_GU_ST = D / 32 / MLP_GU_CPS;     // 12 gate/up stages of 24 KB
 constexpr int MLP_NST = MLP_GU_ST + MLP_DN_ST;     // stages per block
 constexpr int MLP_SLOT = MLP_CW * MLP_GU_CPS * 512;         // bytes per ring slot (a gate/up stage)
 constexpr int MLP_MAXSLOTS = 16;
-constexpr int MLP_SUBSETS = 8;                     // partials summed in 8 interleaved subsets, then those in order
+// MLP_SUBSETS (gpt_mlp_layout.h): the partials are summed in 8 interleaved subsets, then those in order
 constexpr int MLP_HST = MLP_HS + 8;                // row stride of the hidden activations in shared memory (bf16)
 static_assert(MLP_GU_ST * MLP_GU_CPS * 32 == D, "gate/up stages cover K (the down-proj tiling: gpt_mlp_layout.h)");
 static_assert(MLP_NB % MLP_SUBSETS == 0 && 2 * MLP_NB >= D / 8, "reduction: at most two output groups per block");
@@ -30,7 +30,7 @@ struct MlpParams {
   const bf16* Wdn;            // down-proj in the hidden-slice layout (mlp_dn_off)
   const bf16* bdn;            // [D]
   float* part;                // [D / 8][MLP_NB][R][8] partial down-proj outputs
-  unsigned long long* tagged;  // TAGS: [D / 8][MLP_NB][2][8] partials tagged with the launch's epoch (tag_pack)
+  unsigned long long* tagged;  // TAGS: MLP_TAG_WORDS partials tagged with the launch's epoch (mlp_tag_off, tag_pack)
   unsigned long long* ctr;    // grid-wide arrival count, monotonic (a multiple of MLP_NB between launches)
   int nst;                    // ring slots
   int pre;                    // stages requested before griddepcontrol.wait (<= nst)
@@ -256,7 +256,7 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
         float* dst = p.part + ((size_t)n8 * MLP_NB + b) * R * 8 + 2 * t4;
         if constexpr (TAGS) {
           if (g < R)
-            st_relaxed_v2_u64(p.tagged + (((size_t)n8 * MLP_NB + b) * 2 + g) * 8 + 2 * t4,
+            st_relaxed_v2_u64(p.tagged + mlp_tag_off(n8, b, g, 2 * t4),
                               tag_pack(a[0] + a[2], epoch_s), tag_pack(a[1] + a[3], epoch_s));
         } else if constexpr (M16) {
           if (g < R) *reinterpret_cast<float2*>(dst + g * 8) = make_float2(a[0] + a2[0], a[1] + a2[1]);
@@ -291,7 +291,7 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
   const int nred = TAGS ? p.nred : MLP_NB;
   const int j = TAGS ? arrival_rank - (MLP_NB - nred) : b;
   if (j < 0) return;
-  const int ng = (D / 8 - j + nred - 1) / nred;  // output groups of this reducer (ng * RO <= MLP_THREADS)
+  const int ng = mlp_reducer_groups(j, nred);  // output groups of this reducer (ng * RO <= MLP_THREADS)
 
   // ---- its output groups: the 128 partials per output in 8 interleaved subsets, then the subsets in order (the
   // same order for every row count), + bias + residual (+ add2), then the groups' LN stats ----------------------
@@ -315,8 +315,8 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
       const int gi = e / (MLP_SUBSETS * RO), s = (e / RO) % MLP_SUBSETS, o = e % RO;
       if constexpr (TAGS) {
         // the 16 partials as they land (each with this launch's epoch)
-        tag_wait<PER>(p.tagged + (size_t)(j + gi * nred) * MLP_NB * 16 + o + (size_t)s * 16, MLP_SUBSETS * 16,
-                      (1u << PER) - 1u, epoch_s, v[k], p.spin_limit);
+        tag_wait<PER>(p.tagged + mlp_tag_off(j + gi * nred, s, 0, o), MLP_TAG_BSTEP, (1u << PER) - 1u, epoch_s, v[k],
+                      p.spin_limit);
       } else {
         const float* src = p.part + (size_t)(j + gi * nred) * MLP_NB * RO + o;
 #pragma unroll

@@ -32,4 +32,16 @@ CF_MLP_HD constexpr size_t mlp_dn_stage(int b, int j) {
   return ((size_t)b * (MLP_D / 8) + (size_t)j * MLP_DN_GPS) * MLP_KS * 128;
 }
 
+// The one-prompt kernel's final sum (gpt_mlp.cuh, TAGS). Partials: one tagged 64-bit word per output group n8,
+// block b, row r < MLP_TAG_ROWS and column c < 8 of the group, all rows of a (group, block) together, so a reducer's
+// item (group, subset s, output o = 8 r + c) reads blocks s, s + MLP_SUBSETS, ... as mlp_tag_off(n8, s, 0, o) +
+// i * MLP_TAG_BSTEP. Reducer j of nred sums groups j, j + nred, ...: mlp_reducer_groups(j, nred) of them.
+constexpr int MLP_TAG_ROWS = 2, MLP_SUBSETS = 8;
+CF_MLP_HD constexpr size_t mlp_tag_off(int n8, int b, int r, int c) {
+  return (((size_t)n8 * MLP_NB + b) * MLP_TAG_ROWS + r) * 8 + c;
+}
+constexpr size_t MLP_TAG_WORDS = (size_t)(MLP_D / 8) * MLP_NB * MLP_TAG_ROWS * 8;
+constexpr size_t MLP_TAG_BSTEP = (size_t)MLP_SUBSETS * MLP_TAG_ROWS * 8;  // mlp_tag_off(0, MLP_SUBSETS, 0, 0)
+CF_MLP_HD constexpr int mlp_reducer_groups(int j, int nred) { return (MLP_D / 8 - j + nred - 1) / nred; }
+
 }  // namespace cubeforge::cuda::detail
