@@ -177,6 +177,12 @@ std::vector<float> synthetic_cond(int P, int s, uint64_t seed) {
   return c;
 }
 
+// Index of the first token where two generations differ (the shorter length if one is a prefix of the other).
+size_t first_difference(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+  const size_t n = std::min(a.size(), b.size());
+  return (size_t)(std::mismatch(a.begin(), a.begin() + n, b.begin()).first - a.begin());
+}
+
 double pct(std::vector<float> v, double q) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -245,8 +251,7 @@ int run_bench(int argc, char** argv) {
     auto t = do_run("greedy B1 K=" + std::to_string(g.steps_per_graph), g, 1, bytes1);
     if (first.empty()) first = t;
     else if (t != first) {
-      size_t k = 0;
-      while (k < t.size() && t[k] == first[k]) ++k;
+      const size_t k = first_difference(t, first);
       std::printf("WARNING: greedy tokens differ between runs (first at token %zu of %zu: %d vs %d)\n", k, t.size(),
                   k < t.size() ? t[k] : -1, k < first.size() ? first[k] : -1);
     }
@@ -557,15 +562,14 @@ int run_check(int argc, char** argv) {
   {
     constexpr int kRepeats = 6;
     int same = 0;
-    long first_diff = -1;
+    long first_diff = -1;  // of the first generation that differs
     for (int i = 0; i < kRepeats; ++i) {
       eng->prefill(cond.data(), 2, true);
       const auto t = eng->generate(GenerateOptions{});
       if (t == tokens) {
         ++same;
       } else if (first_diff < 0) {
-        first_diff = 0;
-        while (first_diff < (long)t.size() && t[first_diff] == tokens[first_diff]) ++first_diff;
+        first_diff = (long)first_difference(t, tokens);
       }
     }
     std::printf("repeat: %d/%d greedy generations equal to the first", same, kRepeats);

@@ -207,47 +207,45 @@ __device__ __forceinline__ void attn_split(const AttnParams& p, const AttnStep& 
   // the split's partial (o, m, l) as words tagged with this launch's epoch; split 0 combines them as they land, in
   // split order (max, then the rescaled sums; session 7's order), with no fence, arrival count or reset (session 21)
   __shared__ float cm[ATT_MAXSPLIT], cl[ATT_MAXSPLIT];
-  {
-    unsigned long long* tp = p.tpart + (size_t)(r * H + h) * p.tstride * (HD + 2);
-    unsigned long long* mine = tp + (size_t)split * (HD + 2);
-    st_relaxed_u64(mine + tid, tag_pack(od, ep));
-    if (tid == 0) st_relaxed_v2_u64(mine + HD, tag_pack(m, ep), tag_pack(lsum, ep));
-    if (split != 0) return;
-    // split 0: thread s polls split s's (m, l), every thread its dimension of the first ATT_TCH splits' o, in one
-    // loop; then the next ATT_TCH at a time (8: 16 of these 64-bit words in flight spill at the 64 registers)
-    constexpr int TC = ATT_TCH;
-    float ml[2], ov[TC];
-    const auto upto = [](int n) { return n >= TC ? (1u << TC) - 1u : (1u << n) - 1u; };
-    unsigned pm = tid < nsplit ? 3u : 0u, po = upto(nsplit);
-    for (unsigned long long n = 0; pm | po; ++n) {
-      if (n > ATT_SPIN) __trap();
-      const unsigned wm = pm, wo = po;
-      const unsigned gm = tag_try<2>(tp + (size_t)tid * (HD + 2) + HD, 1, wm, ep, ml);
-      const unsigned go = tag_try<TC>(tp + tid, HD + 2, wo, ep, ov);
-      pm = wm & ~gm;
-      po = wo & ~go;
-    }
-    if (tid < nsplit) {
-      cm[tid] = ml[0];
-      cl[tid] = ml[1];
-    }
-    __syncthreads();
-    float M = -INFINITY;
-    for (int s = 0; s < nsplit; ++s) M = fmaxf(M, cm[s]);
-    float Ls = 0.f, O = 0.f;
-    for (int s0 = 0; s0 < nsplit; s0 += TC) {
-      if (s0 > 0) tag_wait<TC>(tp + (size_t)s0 * (HD + 2) + tid, HD + 2, upto(nsplit - s0), ep, ov, ATT_SPIN);
-#pragma unroll
-      for (int i = 0; i < TC; ++i)
-        if (s0 + i < nsplit) {
-          const float f = __expf(cm[s0 + i] - M);
-          Ls = __fmaf_rn(cl[s0 + i], f, Ls);
-          O = __fmaf_rn(ov[i], f, O);
-        }
-    }
-    split_store(p.out, p.out_lo, (size_t)r * D + h * HD + tid, O / Ls);
-    if (tid == 0) p.ep[r * H + h] = ep;
+  unsigned long long* tp = p.tpart + (size_t)(r * H + h) * p.tstride * (HD + 2);
+  unsigned long long* mine = tp + (size_t)split * (HD + 2);
+  st_relaxed_u64(mine + tid, tag_pack(od, ep));
+  if (tid == 0) st_relaxed_v2_u64(mine + HD, tag_pack(m, ep), tag_pack(lsum, ep));
+  if (split != 0) return;
+  // split 0: thread s polls split s's (m, l), every thread its dimension of the first ATT_TCH splits' o, in one
+  // loop; then the next ATT_TCH at a time (8: 16 of these 64-bit words in flight spill at the 64 registers)
+  constexpr int TC = ATT_TCH;
+  float ml[2], ov[TC];
+  const auto upto = [](int n) { return n >= TC ? (1u << TC) - 1u : (1u << n) - 1u; };
+  unsigned pm = tid < nsplit ? 3u : 0u, po = upto(nsplit);
+  for (unsigned long long n = 0; pm | po; ++n) {
+    if (n > ATT_SPIN) __trap();
+    const unsigned wm = pm, wo = po;
+    const unsigned gm = tag_try<2>(tp + (size_t)tid * (HD + 2) + HD, 1, wm, ep, ml);
+    const unsigned go = tag_try<TC>(tp + tid, HD + 2, wo, ep, ov);
+    pm = wm & ~gm;
+    po = wo & ~go;
   }
+  if (tid < nsplit) {
+    cm[tid] = ml[0];
+    cl[tid] = ml[1];
+  }
+  __syncthreads();
+  float M = -INFINITY;
+  for (int s = 0; s < nsplit; ++s) M = fmaxf(M, cm[s]);
+  float Ls = 0.f, O = 0.f;
+  for (int s0 = 0; s0 < nsplit; s0 += TC) {
+    if (s0 > 0) tag_wait<TC>(tp + (size_t)s0 * (HD + 2) + tid, HD + 2, upto(nsplit - s0), ep, ov, ATT_SPIN);
+#pragma unroll
+    for (int i = 0; i < TC; ++i)
+      if (s0 + i < nsplit) {
+        const float f = __expf(cm[s0 + i] - M);
+        Ls = __fmaf_rn(cl[s0 + i], f, Ls);
+        O = __fmaf_rn(ov[i], f, O);
+      }
+  }
+  split_store(p.out, p.out_lo, (size_t)r * D + h * HD + tid, O / Ls);
+  if (tid == 0) p.ep[r * H + h] = ep;
 }
 
 // One block per (split, head, row); blocks past the prefix return at once (session 15 sized the grid to the prefix

@@ -28,6 +28,7 @@ __global__ void __launch_bounds__(LMR_THREADS, 1) lm_ring_kernel(const LmRingPar
   const int b = blockIdx.x, R = p.R, S = q.nst;
   const TlStamp tls(p.tl);
   extern __shared__ __align__(16) unsigned char smem[];
+  // the layout of ring_ln_smem (the fused MLP's head too), then the block's logits and the tail's flag
   uint64_t* full = reinterpret_cast<uint64_t*>(smem);
   uint64_t* empty = full + LMR_MAXSLOTS;
   unsigned char* ring = smem + 2 * LMR_MAXSLOTS * 8;

@@ -29,8 +29,7 @@ CF_MLP_HD constexpr size_t lm_ring_copy_src(int b, int i, int j) {
 // Shared memory of a launch with R rows and nst slots: mbarriers, ring, LN input rows (hi, lo), row stats, the
 // block's logits [8][128], the tail's flag + tokens.
 CF_MLP_HD constexpr size_t lm_ring_smem(int R, int nst) {
-  return 2 * LMR_MAXSLOTS * 8 + (size_t)nst * LMR_SLOT + (size_t)2 * R * (LMR_D + 32) * 2 + 16 * 8 +
-         (size_t)8 * LMR_ROWS * 4 + 32 * 4;
+  return ring_ln_smem(LMR_MAXSLOTS, nst, LMR_SLOT, R) + (size_t)8 * LMR_ROWS * 4 + 32 * 4;
 }
 // Ring slots of a launch with R rows: `want` (LMR_DEFAULT_SLOTS when <= 0, at most LMR_MAXSLOTS), fewer where they
 // do not fit in `optin` bytes (at least 2).

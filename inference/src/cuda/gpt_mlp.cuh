@@ -48,17 +48,11 @@ __global__ void convert_mlp_down_kernel(const float* src, bf16* dst) {
 // Shared memory of a launch with R rows and nst ring slots: mbarriers, ring, LN input rows (hi, lo), row stats,
 // gate/up outputs [16][96], hidden activations (hi rows, lo rows). The final reduction reuses the ring.
 __host__ __device__ constexpr size_t mlp_smem(int R, int nst) {
-  return 2 * MLP_MAXSLOTS * 8 + (size_t)nst * MLP_SLOT + (size_t)2 * R * (D + 32) * 2 + 16 * 8 +
-         16 * 2 * MLP_HS * 4 + 2 * 16 * MLP_HST * 2;
+  return ring_ln_smem(MLP_MAXSLOTS, nst, MLP_SLOT, R) + 16 * 2 * MLP_HS * 4 + 2 * 16 * MLP_HST * 2;
 }
 
 __device__ __forceinline__ void mlp_consumer_sync() {
   asm volatile("bar.sync 1, %0;" ::"n"(MLP_CW * 32) : "memory");
-}
-__device__ __forceinline__ unsigned long long ld_acquire_u64(const unsigned long long* p) {
-  unsigned long long v;
-  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
 }
 
 // M16: more than 8 rows (two MMAs per weight fragment, hi and lo parts apart); else the lo parts ride in MMA rows
@@ -78,6 +72,8 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
   const int b = blockIdx.x, R = p.g.R, S = p.nst;
   const TlStamp tls(p.g.tl);
   extern __shared__ __align__(16) unsigned char smem[];
+  // the head of the layout is the ring lm_head's too (ring_ln_smem); each kernel carves it itself (a shared carving
+  // helper moved the ring lm_head from 81 to 82 registers, unmeasured)
   uint64_t* full = reinterpret_cast<uint64_t*>(smem);
   uint64_t* empty = full + MLP_MAXSLOTS;
   unsigned char* ring = smem + 2 * MLP_MAXSLOTS * 8;
@@ -253,16 +249,18 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
           }
         }
         const int n8 = (i - MLP_GU_ST) * MLP_DN_GPS + 2 * warp + q;
-        float* dst = p.part + ((size_t)n8 * MLP_NB + b) * R * 8 + 2 * t4;
         if constexpr (TAGS) {
           if (g < R)
             st_relaxed_v2_u64(p.tagged + mlp_tag_off(n8, b, g, 2 * t4),
                               tag_pack(a[0] + a[2], epoch_s), tag_pack(a[1] + a[3], epoch_s));
-        } else if constexpr (M16) {
-          if (g < R) *reinterpret_cast<float2*>(dst + g * 8) = make_float2(a[0] + a2[0], a[1] + a2[1]);
-          if (g + 8 < R) *reinterpret_cast<float2*>(dst + (g + 8) * 8) = make_float2(a[2] + a2[2], a[3] + a2[3]);
-        } else if (g < R) {
-          *reinterpret_cast<float2*>(dst + g * 8) = make_float2(a[0] + a[2], a[1] + a[3]);
+        } else {
+          float* dst = p.part + ((size_t)n8 * MLP_NB + b) * R * 8 + 2 * t4;
+          if constexpr (M16) {
+            if (g < R) *reinterpret_cast<float2*>(dst + g * 8) = make_float2(a[0] + a2[0], a[1] + a2[1]);
+            if (g + 8 < R) *reinterpret_cast<float2*>(dst + (g + 8) * 8) = make_float2(a[2] + a2[2], a[3] + a2[3]);
+          } else if (g < R) {
+            *reinterpret_cast<float2*>(dst + g * 8) = make_float2(a[0] + a[2], a[1] + a[3]);
+          }
         }
       }
     }

@@ -32,6 +32,13 @@ CF_MLP_HD constexpr size_t mlp_dn_stage(int b, int j) {
   return ((size_t)b * (MLP_D / 8) + (size_t)j * MLP_DN_GPS) * MLP_KS * 128;
 }
 
+// The head of a ring kernel's shared memory (the fused MLP, the ring lm_head): full and empty mbarriers for maxslots
+// slots, nst ring slots of slot_bytes, the LN input rows (R hi rows then R lo rows of MLP_D + 32 bf16) and 16 row
+// stats (float2); the kernel's own arrays follow (each kernel carves this layout at its start).
+CF_MLP_HD constexpr size_t ring_ln_smem(int maxslots, int nst, int slot_bytes, int R) {
+  return 2 * (size_t)maxslots * 8 + (size_t)nst * slot_bytes + (size_t)2 * R * (MLP_D + 32) * 2 + 16 * 8;
+}
+
 // The one-prompt kernel's final sum (gpt_mlp.cuh, TAGS). Partials: one tagged 64-bit word per output group n8,
 // block b, row r < MLP_TAG_ROWS and column c < 8 of the group, all rows of a (group, block) together, so a reducer's
 // item (group, subset s, output o = 8 r + c) reads blocks s, s + MLP_SUBSETS, ... as mlp_tag_off(n8, s, 0, o) +
