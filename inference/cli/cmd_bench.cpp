@@ -183,6 +183,54 @@ size_t first_difference(const std::vector<int32_t>& a, const std::vector<int32_t
   return (size_t)(std::mismatch(a.begin(), a.begin() + n, b.begin()).first - a.begin());
 }
 
+// Output hashes (variant bit 24) of a run against the first run's, [N][K kernels][W words]: the first (position,
+// kernel) whose outputs differ (its inputs, the earlier kernels' outputs, were equal), which of its words differ (0
+// its outputs, 1.. stages inside it) and how many kernels differ at that position.
+void print_hash_difference(const std::vector<unsigned>& h, const std::vector<unsigned>& ref,
+                           const std::vector<std::string>& names, int num_tokens) {
+  const size_t K = names.size();
+  if (K == 0 || h.size() != ref.size() || num_tokens <= 0) return;
+  const size_t W = h.size() / ((size_t)num_tokens * K);
+  for (size_t i = 0; i < h.size(); i += W) {
+    if (std::equal(h.begin() + i, h.begin() + i + W, ref.begin() + i)) continue;
+    const size_t pos = i / (K * W), k = (i / W) % K;
+    std::string words;
+    for (size_t w = 0; w < W; ++w)
+      if (h[i + w] != ref[i + w]) words += (words.empty() ? "" : ",") + std::to_string(w);
+    int n = 0;
+    for (size_t j = pos * K; j < (pos + 1) * K; ++j)
+      n += !std::equal(h.begin() + j * W, h.begin() + (j + 1) * W, ref.begin() + j * W);
+    std::printf("HASHES: first differing output at step %zu, kernel %zu (%s) of the step, words %s; %d kernels "
+                "differ at that step\n", pos, k, pos == 0 ? "step 0" : names[k].c_str(), words.c_str(), n);
+    return;
+  }
+}
+
+// Within one run, per fused-MLP launch: the weights it took from its rings (words 5: gate/up stages requested before
+// the wait, 6: the other gate/up stages, 7: the down-proj) are the same in every step: how many launches differ.
+void check_mlp_words(const std::vector<unsigned>& h, const std::vector<std::string>& names, int num_tokens) {
+  const size_t K = names.size();
+  if (K == 0 || num_tokens <= 0 || h.empty()) return;
+  const size_t W = h.size() / ((size_t)num_tokens * K);
+  if (W < 8) return;
+  auto at = [&](size_t pos, size_t k, int w) { return h[(pos * K + k) * W + w]; };
+  int nbad[8] = {};
+  std::string where[8];
+  for (size_t k = 0; k < K; ++k) {
+    if (names[k].find("mlp") == std::string::npos) continue;
+    for (size_t pos = 1; pos < (size_t)num_tokens; ++pos) {
+      auto note = [&](int w) {
+        if (!nbad[w]++) where[w] = " (first at step " + std::to_string(pos) + " kernel " + std::to_string(k) + ")";
+      };
+      for (int w : {5, 6, 7})
+        if (pos >= 2 && at(pos, k, w) != at(1, k, w)) note(w);
+    }
+  }
+  std::printf("HASHES: MLP launches whose weights differ from step 1's: gate/up stages requested before the wait "
+              "%d%s, other gate/up stages %d%s, down-proj %d%s\n", nbad[5], where[5].c_str(), nbad[6],
+              where[6].c_str(), nbad[7], where[7].c_str());
+}
+
 double pct(std::vector<float> v, double q) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -247,14 +295,21 @@ int run_bench(int argc, char** argv) {
   // warm-up (captures the graphs), then timed runs
   do_run("warm-up (graph capture)", g, 1, bytes1);
   std::vector<int32_t> first;
+  std::vector<unsigned> first_hashes;
   for (int i = 0; i < a.reps; ++i) {
     auto t = do_run("greedy B1 K=" + std::to_string(g.steps_per_graph), g, 1, bytes1);
-    if (first.empty()) first = t;
-    else if (t != first) {
+    std::vector<std::string> knames;
+    const auto hashes = eng->diag_output_hashes(&knames);  // variant bit 24 only
+    if (first.empty()) {
+      first = t;
+      first_hashes = hashes;
+    } else if (t != first) {
       const size_t k = first_difference(t, first);
       std::printf("WARNING: greedy tokens differ between runs (first at token %zu of %zu: %d vs %d)\n", k, t.size(),
                   k < t.size() ? t[k] : -1, k < first.size() ? first[k] : -1);
     }
+    if (!hashes.empty() && hashes != first_hashes) print_hash_difference(hashes, first_hashes, knames, pr.N);
+    check_mlp_words(hashes, knames, pr.N);
   }
   {
     GenerateOptions o = g;

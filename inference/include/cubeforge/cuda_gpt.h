@@ -73,6 +73,8 @@ struct EngineOptions {
   //   bit 21 (2097152): per-kernel timeline of one replayed step on stderr (outputs right)
   //   bit 23 (8388608): before each generate, the buffers the decode writes before it reads are filled with NaN
   //   bytes (a read of a previous run's values shows as NaN logits; outputs right otherwise)
+  //   bit 24 (16777216): per (step, kernel) a hash of the kernel's outputs, fetched by diag_output_hashes(); needs a
+  //   binary built with -DCF_DIAG_HASH (create() says so otherwise)
   int variant = 0;
 };
 
@@ -130,6 +132,9 @@ class CudaGptEngine {
   int cond_len() const;
   std::string device_name() const;
   bool uses_generic_kernels() const;     // true: the generic-width path (small models), false: the fast kernels
+  // Diagnostics (variant bit 24): the last generate's output hashes [num_tokens][128][8] (position, kernel of the
+  // step, word: 0 the kernel's outputs, 1.. stages inside it) and the kernels' names; empty when off.
+  std::vector<unsigned> diag_output_hashes(std::vector<std::string>* kernel_names = nullptr) const;
 
  private:
   CudaGptEngine();

@@ -26,9 +26,9 @@ namespace {
 // EngineOptions::variant: the bits that still select something (cuda_gpt.h); create() refuses the others.
 constexpr unsigned kVarRowMajor = 8, kVarBf16Dec = 16, kVarBf16Pre = 32;
 constexpr unsigned kVarNoAttn = 1u << 18, kVarL2Weights = 1u << 19, kVarTimeline = 1u << 21, kVarNoLnStats = 1u << 22;
-constexpr unsigned kVarPoison = 1u << 23;
+constexpr unsigned kVarPoison = 1u << 23, kVarHash = 1u << 24;
 constexpr unsigned kVarKnown = kVarRowMajor | kVarBf16Dec | kVarBf16Pre | kVarNoAttn | kVarL2Weights | kVarTimeline |
-                               kVarNoLnStats | kVarPoison;
+                               kVarNoLnStats | kVarPoison | kVarHash;
 
 double now_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -216,6 +216,7 @@ struct CudaGptEngine::Impl {
   // (the KV slots past the conditioning, the single block's cache, the qkv and attention outputs) is filled with NaN
   // bytes, so a read of a value left by an earlier run turns the logits to NaN instead of going unseen.
   bool diag_poison = false;
+  bool diag_hash = false;  // bit 24: output hashes (hlog)
   void poison_state() {
     const size_t pitch = (size_t)Tdual * HD * 2, width = (size_t)(Tdual - s) * HD * 2, rows = (size_t)L * Rmax * H;
     CF_CUDA(cudaMemset2DAsync(kc + (size_t)s * HD, pitch, 0xFF, width, rows, stream));
@@ -231,11 +232,19 @@ struct CudaGptEngine::Impl {
   static constexpr int kTlMax = 256;
   int kseq = 0;
   std::vector<std::string> kname;
+  // Every decode kernel of a step takes the next index (and names it, outside step 0) here.
   unsigned long long* tl_slot(const char* name) {
-    if (!diag_tl || kseq >= kTlMax) return nullptr;
+    if (kseq >= kTlMax) return nullptr;
     if ((int)kname.size() <= kseq) kname.resize(kseq + 1);
     if (!step0_now) kname[kseq] = name;
-    return tl + 3 * (size_t)kseq++;
+    const int k = kseq++;
+    return diag_tl ? tl + 3 * (size_t)k : nullptr;
+  }
+  // Output hashes (bit 24, in a binary built with -DCF_DIAG_HASH): the log column of the kernel that took the last
+  // index, [N][kHashK][kHashSub] words zeroed before each generate and fetched by diag_output_hashes().
+  unsigned* hlog = nullptr;
+  HashLog hl_last() const {
+    return HashLog{hlog && kseq >= 1 && kseq <= kHashK ? hlog + (size_t)(kseq - 1) * kHashSub : nullptr, &dyn->pos};
   }
   bool step0_now = false;   // enqueue_step of step 0 (its kernels do not name the graph's timeline slots)
   bool single_now = false;  // enqueue_step is in the single block (timeline names)
@@ -558,6 +567,7 @@ struct CudaGptEngine::Impl {
       for (MlpKernel k : kMlpKernels)
         CF_CUDA(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)m));
     }
+    if (diag_hash) hlog = dalloc<unsigned>((size_t)N * kHashK * kHashSub);
     GemvQkv::prepare();
     GemvOproj::prepare();
     GemvGateUp::prepare();
@@ -645,6 +655,7 @@ struct CudaGptEngine::Impl {
       q.out_f = qkv;
       q.ld_out = QKV_LD;
       q.tl = tl_slot(single_now ? "s.qkv" : "qkv");
+      q.hl = hl_last();
       if (!(R <= qkv_sm_rows ? Gemv1QkvSm::run(q, stream, pdl, nsm) : Gemv1Qkv::run(q, stream, pdl, nsm)))
         GemvQkv::run(q, stream, pdl, nsm);
       AttnParams a = {};
@@ -665,6 +676,7 @@ struct CudaGptEngine::Impl {
       a.ep = aep;
       a.tstride = atstride;
       a.tl = tl_slot(single_now ? "s.attn" : "attn");
+      a.hl = hl_last();
       if (!diag_no_attn) launch(attn_decode_kernel, dim3(maxs, H, R), dim3(128), 0, stream, pdl, a);
       GemvParams o = base_params();
       o.W = w.x_o;
@@ -674,6 +686,7 @@ struct CudaGptEngine::Impl {
       o.bias = w.x_ob;
       o.save_y = save_y;
       o.tl = tl_slot(single_now ? "s.oproj" : "oproj");
+      o.hl = hl_last();
       GemvOproj::run(o, stream, pdl, nsm);
     }
     if (mlp_on) {
@@ -681,6 +694,7 @@ struct CudaGptEngine::Impl {
       m.g = base_params();
       m.g.add2 = add2;
       m.g.tl = tl_slot(single_now ? "s.mlp" : "mlp");
+      m.g.hl = hl_last();
       m.Wgu = w.x_gu;
       m.bgu = w.x_gub;
       m.Wdn = w.x_dn;
@@ -703,6 +717,7 @@ struct CudaGptEngine::Impl {
     g.out_lo = hbuf_lo;
     g.ld_out = F;
     g.tl = tl_slot(single_now ? "s.gateup" : "gateup");
+    g.hl = hl_last();
     if (!Gemv1GateUp::run(g, stream, pdl, nsm)) GemvGateUp::run(g, stream, pdl, nsm);
     GemvParams d = base_params();
     d.W = w.x_dn;
@@ -712,6 +727,7 @@ struct CudaGptEngine::Impl {
     d.bias = w.x_dnb;
     d.add2 = add2;
     d.tl = tl_slot(single_now ? "s.down" : "down");
+    d.hl = hl_last();
     if (!Gemv1Down::run(d, stream, pdl, nsm)) GemvDown::run(d, stream, pdl, nsm);
   }
 
@@ -748,6 +764,7 @@ struct CudaGptEngine::Impl {
     p.tokens = tokens;
     p.host_tokens = h_tokens_dev;
     p.tl = tl_slot("lm_head");
+    p.hl = hl_last();
     if (lm_ring_on && R <= 8) {
       LmRingParams lq = {p, lm_ring_slots(R), 0};
       lq.pre = lm_pre_env >= 0 ? std::min(lm_pre_env, lq.nst) : lq.nst;
@@ -912,8 +929,13 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
                                                      const EngineOptions& opts) {
   if ((unsigned)opts.variant & ~kVarKnown)
     throw cubeforge::Error("CUDA GPT: EngineOptions::variant " + std::to_string(opts.variant) +
-                           " has bits other than 3, 4, 5 (layout, numerics), 18, 19, 21 (diagnostics); the other "
+                           " has bits other than 3, 4, 5 (layout, numerics), 18, 19, 21-24 (diagnostics); the other "
                            "experiments were removed in session 11 (docs/cuda-gpt.md)");
+#ifndef CF_DIAG_HASH
+  if (opts.variant & kVarHash)
+    throw cubeforge::Error("CUDA GPT: variant bit 24 (output hashes) needs a binary built with -DCF_DIAG_HASH "
+                           "(EXTRA_NVFLAGS=-DCF_DIAG_HASH tools/device/build_cuda_gpt.sh)");
+#endif
   std::string why;
   if (!cuda_available(&why)) throw cubeforge::Error("CUDA GPT unavailable: " + why);
   // Configurations the fast kernels are not built for (the small models: golden cases, the default model) run on
@@ -968,6 +990,7 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
   m.diag_tl = (opts.variant & kVarTimeline) != 0;
   m.diag_nostats = (opts.variant & kVarNoLnStats) != 0;
   m.diag_poison = (opts.variant & kVarPoison) != 0;
+  m.diag_hash = (opts.variant & kVarHash) != 0;
   if (const char* qs = std::getenv("CUBEFORGE_GPT_QKV_SM_ROWS")) m.qkv_sm_rows = std::atoi(qs);
   if (opts.verbose)
     std::fprintf(stderr, "cubeforge cuda: decode GEMVs: one-round qkv (and gate-up / down-proj where the MLP is not "
@@ -1066,6 +1089,7 @@ std::vector<int32_t> CudaGptEngine::generate(const GenerateOptions& o, GenerateS
   m.write_ctl(c);
   m.reset_pos();
   if (m.diag_poison) m.poison_state();
+  if (m.hlog) CF_CUDA(cudaMemsetAsync(m.hlog, 0, (size_t)m.N * kHashK * kHashSub * sizeof(unsigned), m.stream));
 
   // Step 0 (BOS) eagerly, then K-step graphs (or eager steps) through the shared streaming loop (token_stream.h).
   auto launch = [&](int first, int count) {
@@ -1131,6 +1155,19 @@ std::vector<float> CudaGptEngine::step_logits(const std::vector<int32_t>& feed, 
   }
   ++m.tf_step;
   return out;
+}
+
+std::vector<unsigned> CudaGptEngine::diag_output_hashes(std::vector<std::string>* kernel_names) const {
+  if (generic_ || !impl_->hlog) return {};
+  const Impl& m = *impl_;
+  std::vector<unsigned> h((size_t)m.N * kHashK * kHashSub);
+  CF_CUDA(cudaMemcpyAsync(h.data(), m.hlog, h.size() * sizeof(unsigned), cudaMemcpyDeviceToHost, m.stream));
+  CF_CUDA(cudaStreamSynchronize(m.stream));
+  if (kernel_names) {
+    kernel_names->assign(kHashK, "");
+    for (int k = 0; k < kHashK && k < (int)m.kname.size(); ++k) (*kernel_names)[k] = m.kname[k];
+  }
+  return h;
 }
 
 size_t CudaGptEngine::vram_bytes() const { return generic_ ? generic_->vram_bytes() : impl_->mem.bytes(); }

@@ -24,6 +24,7 @@ struct AttnParams {
   int maxs;
   int tstride;         // splits per (row, head) in tpart, the same for every launch (a word belongs to one (r, h))
   unsigned long long* tl;  // diagnostics only: timeline stamps (TlStamp) or null
+  HashLog hl;              // diagnostics only (CF_DIAG_HASH): output hashes
 };
 constexpr int ATT_MAXSPLIT = 128;  // splits per (row, head) the combine's shared arrays hold (host-checked)
 constexpr int ATT_TCH = 8;  // the combine's split o values polled per round (12 spill at 64 registers)
@@ -139,6 +140,9 @@ __device__ __forceinline__ void attn_split(const AttnParams& p, const AttnStep& 
     vn[tid] = bf(vv);
     p.kc[base + (size_t)cur * HD + tid] = kb;
     p.vc[base + (size_t)cur * HD + tid] = vv;
+    unsigned hh = 0;  // output hash (diagnostics): the cached key and value
+    hash_add(hh, __bfloat16_as_ushort(kb) | ((unsigned)__bfloat16_as_ushort(vv) << 16), (r * H + h) * HD + tid);
+    hash_flush(p.hl, hh, st.pos);
   } else {
     qs[tid] = norm_rope(qraw, st.wqn, st.cs, red4);
   }
@@ -202,6 +206,9 @@ __device__ __forceinline__ void attn_split(const AttnParams& p, const AttnStep& 
   const float lsum = wl[0] + wl[1] + wl[2] + wl[3];
   if (nsplit == 1) {
     split_store(p.out, p.out_lo, (size_t)r * D + h * HD + tid, od / lsum);
+    unsigned hh = 0;  // output hash (diagnostics)
+    hash_addf(hh, od / lsum, (1u << 24) + r * D + h * HD + tid);
+    hash_flush(p.hl, hh, st.pos);
     return;
   }
   // the split's partial (o, m, l) as words tagged with this launch's epoch; split 0 combines them as they land, in
@@ -245,6 +252,11 @@ __device__ __forceinline__ void attn_split(const AttnParams& p, const AttnStep& 
       }
   }
   split_store(p.out, p.out_lo, (size_t)r * D + h * HD + tid, O / Ls);
+  {
+    unsigned hh = 0;  // output hash (diagnostics)
+    hash_addf(hh, O / Ls, (1u << 24) + r * D + h * HD + tid);
+    hash_flush(p.hl, hh, st.pos);
+  }
   if (tid == 0) p.ep[r * H + h] = ep;
 }
 

@@ -97,6 +97,14 @@ __device__ __forceinline__ void bulk_g2s_hint(void* dst, const void* src, unsign
       : "memory");
 }
 
+// A consumer warp frees a ring slot it has read: its generic-proxy reads are ordered before the bulk copies (async
+// proxy) that will refill the slot by a cross-proxy fence in every lane, then one arrival per warp.
+__device__ __forceinline__ void ring_release(uint64_t* empty) {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  __syncwarp();
+  if ((threadIdx.x & 31) == 0) mbar_arrive(empty);
+}
+
 // A consumer warp's CPS weight fragments of ring stage i (slot i % S of slot_bytes, phase (i / S) & 1; the fused MLP
 // and the ring lm_head): waits for the stage's bulk copies, reads the lane's 16 bytes of each of the warp's chunks at
 // warp_off, then frees the slot (one arrival per consumer warp) once every lane holds them.
@@ -108,8 +116,7 @@ __device__ __forceinline__ void ring_take(uint64_t* full, uint64_t* empty, const
   const uint4* ws = reinterpret_cast<const uint4*>(ring + (size_t)slot * slot_bytes + warp_off);
 #pragma unroll
   for (int c = 0; c < CPS; ++c) wb[c] = ws[c * 32 + lane];
-  __syncwarp();
-  if (lane == 0) mbar_arrive(&empty[slot]);
+  ring_release(&empty[slot]);
 }
 
 // ---- timeline diagnostics (EngineOptions::variant bit 21) ---------------------------------------------------------
@@ -132,6 +139,59 @@ struct TlStamp {
     if (t && threadIdx.x == 0) atomicMin(t + 2, ~gtimer());
   }
 };
+
+// ---- output hashes (diagnostics: built with -DCF_DIAG_HASH, on with EngineOptions::variant bit 24) -------------
+// One word per (position, kernel of the step): the XOR of a mixed hash of every (index, value) the kernel's blocks
+// write, so two runs' logs name the first kernel whose outputs differ, whatever order its blocks ran in. Without
+// CF_DIAG_HASH the helpers compile to nothing (the measured kernels are unchanged).
+constexpr int kHashK = 128;   // kernels per step the log holds
+constexpr int kHashSub = 8;   // words per kernel: 0 its outputs, 1.. stages inside it (the fused MLP's)
+struct HashLog {
+  unsigned* slot;    // this kernel's words of the [N][kHashK][kHashSub] log, or null
+  const int* pos;    // the step's position (Dyn::pos; read after the wait)
+};
+__device__ __forceinline__ void hash_add(unsigned& h, unsigned bits, unsigned idx) {
+#ifdef CF_DIAG_HASH
+  unsigned v = bits ^ (idx * 0x9E3779B9u);
+  v ^= v >> 16;
+  v *= 0x7feb352du;
+  v ^= v >> 15;
+  v *= 0x846ca68bu;
+  v ^= v >> 16;
+  h ^= v;
+#endif
+}
+__device__ __forceinline__ void hash_addf(unsigned& h, float v, unsigned idx) { hash_add(h, __float_as_uint(v), idx); }
+// The calling threads' words XORed into word `sub` of the kernel's log entry (pos < 0: read it from hl.pos).
+__device__ __forceinline__ void hash_flush(const HashLog& hl, unsigned h, int pos = -1, int sub = 0) {
+#ifdef CF_DIAG_HASH
+  if (!hl.slot) return;
+  const unsigned m = __activemask();
+  h = __reduce_xor_sync(m, h);
+  if ((int)(threadIdx.x & 31) == __ffs(m) - 1 && h) {
+    if (pos < 0) pos = __ldcg(hl.pos);
+    atomicXor(hl.slot + ((size_t)pos * kHashK) * kHashSub + sub, h);
+  }
+#endif
+}
+
+// Stage hashes summed per block first (one global atomic per word and block): full warps XOR theirs into shared
+// words hsm[sub], then after a barrier thread 0 stores hsm[lo..hi) (same-address atomics from every warp of 128
+// blocks cost microseconds and hid session 21's bug).
+__device__ __forceinline__ void hash_to_block(unsigned* hsm, int sub, unsigned h) {
+#ifdef CF_DIAG_HASH
+  h = __reduce_xor_sync(0xffffffffu, h);
+  if ((threadIdx.x & 31) == 0 && h) atomicXor(hsm + sub, h);
+#endif
+}
+__device__ __forceinline__ void hash_block_flush(const HashLog& hl, const unsigned* hsm, int lo, int hi) {
+#ifdef CF_DIAG_HASH
+  if (threadIdx.x != 0 || !hl.slot) return;
+  const int pos = __ldcg(hl.pos);
+  for (int sub = lo; sub < hi; ++sub)
+    if (hsm[sub]) atomicXor(hl.slot + ((size_t)pos * kHashK) * kHashSub + sub, hsm[sub]);
+#endif
+}
 
 // A decode kernel's handoff point: everything before it may only read what was written at least two kernels back
 // (weights, earlier KV slots); it waits for the predecessor's results, stamps the timeline and lets the successor

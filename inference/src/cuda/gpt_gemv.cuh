@@ -45,6 +45,7 @@ struct GemvParams {
   int act_smem;        // non-LN input staged in shared memory (else read from L2 per chunk)
   unsigned long long wmask;  // diagnostics only (timing): weight element offsets & wmask (0: off)
   unsigned long long* tl;    // diagnostics only: this kernel's timeline stamps (TlStamp) or null
+  HashLog hl;                // diagnostics only (CF_DIAG_HASH): this kernel's output hashes
 };
 
 // The guidance weights of step pos (gamma_i = g (N - i) / N, computed in double): guided = g1 cond - gm uncond.
@@ -108,6 +109,11 @@ __device__ __forceinline__ void lm_head_tail(const GemvParams& p, int* flag, int
     if (lane == 0) tok[warp] = ctl->forced ? ctl->forced_tok[warp] : bi;
   }
   __syncthreads();
+  if (threadIdx.x < 32) {  // output hash (diagnostics): the tokens
+    unsigned hh = 0;
+    if (lane < P) hash_add(hh, (unsigned)tok[lane], lane);
+    hash_flush(p.hl, hh, pos);
+  }
   emit_tokens(tok, 0, P, ctl, pos, p.wte, p.x_next, p.stats_next, p.tokens, p.host_tokens, nthr);
   __syncthreads();
   if (threadIdx.x == 0) {
@@ -124,6 +130,7 @@ __device__ __forceinline__ void gemv_epilogue(const GemvParams& p, float* outs, 
                                               int total, float xpre = 0.f, float apre = 0.f, bool have_pre = false) {
   constexpr int NT = 8 * NTILE;
   const int R = p.R;
+  unsigned hh = 0;  // output hash (diagnostics, CF_DIAG_HASH)
   // ---- epilogues ----
   if constexpr (EPI == EPI_QKV) {
     for (int e = threadIdx.x; e < R * NT; e += NW * 32) {
@@ -132,7 +139,9 @@ __device__ __forceinline__ void gemv_epilogue(const GemvParams& p, float* outs, 
       float v = outs[r * NT + c];
       if (col >= p.bias_from) v += bf(p.bias[col - p.bias_from]);
       p.out_f[(size_t)r * p.ld_out + col] = v;
+      hash_addf(hh, v, r * p.ld_out + col);
     }
+    hash_flush(p.hl, hh);
   } else if constexpr (EPI == EPI_RESID) {
     for (int e = threadIdx.x; e < R * NT; e += NW * 32) {
       const int r = e / NT, c = e % NT, col = n0 + c;
@@ -143,7 +152,9 @@ __device__ __forceinline__ void gemv_epilogue(const GemvParams& p, float* outs, 
       p.resid[(size_t)r * D + col] = x;
       if (p.save_y) p.save_y[(size_t)r * D + col] = y;
       outs[r * NT + c] = x;
+      hash_addf(hh, x, r * D + col);
     }
+    hash_flush(p.hl, hh);
     __syncthreads();
     for (int e = threadIdx.x; e < R * NTILE; e += NW * 32) {
       const int r = e / NTILE, tt = e % NTILE;
@@ -158,7 +169,9 @@ __device__ __forceinline__ void gemv_epilogue(const GemvParams& p, float* outs, 
       const float uv = outs[r * NT + cu] + bf(p.bias[n0 + cu]);
       const float sg = gv / (1.f + __expf(-gv));
       split_store(p.out, p.out_lo, (size_t)r * p.ld_out + n0 / 2 + j, sg * uv);
+      hash_addf(hh, sg * uv, r * p.ld_out + n0 / 2 + j);
     }
+    hash_flush(p.hl, hh);
   } else if constexpr (EPI == EPI_LMHEAD) {
     const Ctl* ctl = p.ctl;
     const int P = ctl->P;

@@ -71,6 +71,10 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;
   const int b = blockIdx.x, R = p.g.R, S = p.nst;
   const TlStamp tls(p.g.tl);
+#ifdef CF_DIAG_HASH
+  __shared__ unsigned hsm[kHashSub];  // stage hashes of the block (zeroed before the prologue's barrier)
+  if (tid < kHashSub) hsm[tid] = 0;
+#endif
   extern __shared__ __align__(16) unsigned char smem[];
   // the head of the layout is the ring lm_head's too (ring_ln_smem); each kernel carves it itself (a shared carving
   // helper moved the ring lm_head from 81 to 82 registers, unmeasured)
@@ -145,6 +149,17 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
   gemv_ln_prologue<D, MLP_CW + 1, (WIDE ? 4 : M16 ? 2 : 1)>(p.g, act, st, R);
   if (TAGS && producer && lane == 0) epoch_s = (unsigned)(count0 / MLP_NB) + 1u;
   __syncthreads();
+  unsigned h3 = 0;  // stage hashes (diagnostics, CF_DIAG_HASH; the log's word numbers): 3 the partials written
+#ifdef CF_DIAG_HASH
+  unsigned h1 = 0, h2 = 0, h5 = 0, h6 = 0, h7 = 0;  // 1 LN input, 2 gate/up outputs, 5-7 ring weights taken
+  {  // 1: the LN input rows (hi, lo) and row stats as this block holds them
+    const unsigned* a32 = reinterpret_cast<const unsigned*>(act);
+    for (int v = tid; v < 2 * R * (AST / 2); v += MLP_THREADS)
+      if (v % (AST / 2) < D / 2) hash_add(h1, a32[v], v + (b << 16));
+    if (tid < R)
+      hash_add(h1, __float_as_uint(st[tid].x) ^ (__float_as_uint(st[tid].y) * 3u), (1u << 30) + tid + (b << 8));
+  }
+#endif
 
   if (producer) {
     if (lane == 0)
@@ -164,6 +179,11 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
     for (int i = 0; i < MLP_GU_ST; ++i) {
       uint4 wb[MLP_GU_CPS];
       ring_take(full, empty, ring, MLP_SLOT, S, i, (size_t)warp * MLP_GU_CPS * 512, wb);
+#ifdef CF_DIAG_HASH
+#pragma unroll
+      for (int c = 0; c < MLP_GU_CPS; ++c)
+        (i < S ? h5 : h6) ^= (wb[c].x ^ wb[c].y ^ wb[c].z ^ wb[c].w) * (2u * (i * MLP_GU_CPS + c) + 1u);
+#endif
 #pragma unroll
       for (int c = 0; c < MLP_GU_CPS; ++c) {
         const int k = (i * MLP_GU_CPS + c) * 32 + t4 * 8;
@@ -196,6 +216,9 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
       }
     }
     mlp_consumer_sync();
+#ifdef CF_DIAG_HASH
+    for (int e = tid; e < R * 2 * MLP_HS; e += MLP_CW * 32) hash_addf(h2, gu[e], e + (b << 16));  // 2: gate/up
+#endif
     // ---- SwiGLU of the block's 48 hidden units (gate group 2m, up group 2m + 1), split into bf16 hi + lo -----
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
@@ -234,8 +257,13 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
       for (int q = 0; q < 2; ++q)
 #pragma unroll
         for (int t = 0; t < MLP_KS; ++t) wb[q][t] = ws[((2 * warp + q) * MLP_KS + t) * 32 + lane];
-      __syncwarp();
-      if (lane == 0) mbar_arrive(&empty[slot]);
+#ifdef CF_DIAG_HASH
+#pragma unroll
+      for (int q = 0; q < 2; ++q)
+#pragma unroll
+        for (int t = 0; t < MLP_KS; ++t) h7 ^= (wb[q][t].x ^ wb[q][t].y) * (2u * ((i * 2 + q) * MLP_KS + t) + 1u);
+#endif
+      ring_release(&empty[slot]);
 #pragma unroll
       for (int q = 0; q < 2; ++q) {
         float a[4] = {0.f, 0.f, 0.f, 0.f}, a2[4] = {0.f, 0.f, 0.f, 0.f};
@@ -250,9 +278,12 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
         }
         const int n8 = (i - MLP_GU_ST) * MLP_DN_GPS + 2 * warp + q;
         if constexpr (TAGS) {
-          if (g < R)
+          if (g < R) {
             st_relaxed_v2_u64(p.tagged + mlp_tag_off(n8, b, g, 2 * t4),
                               tag_pack(a[0] + a[2], epoch_s), tag_pack(a[1] + a[3], epoch_s));
+            hash_addf(h3, a[0] + a[2], (unsigned)mlp_tag_off(n8, b, g, 2 * t4));
+            hash_addf(h3, a[1] + a[3], (unsigned)mlp_tag_off(n8, b, g, 2 * t4) + 1u);
+          }
         } else {
           float* dst = p.part + ((size_t)n8 * MLP_NB + b) * R * 8 + 2 * t4;
           if constexpr (M16) {
@@ -265,7 +296,25 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
       }
     }
   }
+#ifdef CF_DIAG_HASH
+  hash_to_block(hsm, 1, h1);
+  hash_to_block(hsm, 2, h2);
+  hash_to_block(hsm, 3, h3);
+  {  // 5 / 6 / 7: the weights this block took from its ring (the same in every step): gate/up stages before the
+     // wait / the other gate/up stages / the down-proj
+    unsigned w5 = 0, w6 = 0, w7 = 0;
+    hash_add(w5, h5, tid + (b << 10));
+    hash_add(w6, h6, tid + (b << 10));
+    hash_add(w7, h7, tid + (b << 10));
+    hash_to_block(hsm, 5, w5);
+    hash_to_block(hsm, 6, w6);
+    hash_to_block(hsm, 7, w7);
+  }
+#endif
   __syncthreads();
+#ifdef CF_DIAG_HASH
+  hash_block_flush(p.g.hl, hsm, 1, 8);
+#endif
 
   // ---- every block's partials written. TAGS: the first MLP_NB - nred blocks to take a rank leave at once, so their
   // SMs take the next kernel's blocks one by one instead of all at the end (session 17: -1.5..-2% TPOT at one
@@ -344,6 +393,9 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
     p.g.resid[(size_t)r * D + col] = x;
     if (p.g.save_y) p.g.save_y[(size_t)r * D + col] = y;
     xs[tid] = x;
+    unsigned hh = 0;  // output hash (diagnostics, CF_DIAG_HASH)
+    hash_addf(hh, x, r * D + col);
+    hash_flush(p.g.hl, hh);
   }
   __syncthreads();
   if (tid < ng * R) {
