@@ -3,8 +3,11 @@
 # same prompt differ from the first (`bench --quick --batches 1 --reps R`) and their token digests, in the
 # configurations where it was seen and the ones where it was not, with the poison diagnostic (variant bit 23: a read
 # of a previous run's values shows as NaN logits, i.e. tokens 0) and cuda-check's repeatability check.
+# Session 22 found the race with output hashes (variant bit 24, a binary built with EXTRA_NVFLAGS=-DCF_DIAG_HASH):
+# HASH_BIN=<that binary> adds its runs, which name the first (step, kernel, word) whose outputs differ between runs
+# and count the fused-MLP launches whose ring weights differ from step 1's (docs/cuda-gpt.md, session 22).
 # Usage (device tool, repo root):
-#   BIN=.devcarry/x/cubeforge-gen [REPS=8] [EXTRA="--no-pdl"] bash tools/device/determinism_run.sh
+#   BIN=.devcarry/x/cubeforge-gen [REPS=8] [EXTRA="--no-pdl"] [HASH_BIN=...] bash tools/device/determinism_run.sh
 set -uo pipefail
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 BIN=${BIN:?binary}
@@ -31,4 +34,11 @@ for args in "--synthetic v0.1 --cond-len 78" "--synthetic v0.5"; do
   echo "== cuda-check $args"
   timeout 200 "$BIN" cuda-check $args 2>&1 | grep -E "repeat:|cancel:|identical|cuda-check" | head -8
 done
+if [ -n "${HASH_BIN:-}" ]; then
+  for args in "--synthetic v0.5" "--synthetic v0.1 --cond-len 78"; do
+    echo "== output hashes $args"
+    timeout 150 "$HASH_BIN" bench --quick --batches 1 --reps "$REPS" $args --variant 16777216 2>&1 |
+      grep -E "^HASHES|WARNING" | sort | uniq -c | head -8
+  done
+fi
 exit 0
