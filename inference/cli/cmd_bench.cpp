@@ -183,48 +183,53 @@ size_t first_difference(const std::vector<int32_t>& a, const std::vector<int32_t
   return (size_t)(std::mismatch(a.begin(), a.begin() + n, b.begin()).first - a.begin());
 }
 
-// Output hashes (variant bit 24) of a run against the first run's, [N][K kernels][W words]: the first (position,
-// kernel) whose outputs differ (its inputs, the earlier kernels' outputs, were equal), which of its words differ (0
-// its outputs, 1.. stages inside it) and how many kernels differ at that position.
-void print_hash_difference(const std::vector<unsigned>& h, const std::vector<unsigned>& ref,
-                           const std::vector<std::string>& names, int num_tokens) {
-  const size_t K = names.size();
-  if (K == 0 || h.size() != ref.size() || num_tokens <= 0) return;
-  const size_t W = h.size() / ((size_t)num_tokens * K);
-  for (size_t i = 0; i < h.size(); i += W) {
-    if (std::equal(h.begin() + i, h.begin() + i + W, ref.begin() + i)) continue;
-    const size_t pos = i / (K * W), k = (i / W) % K;
+// The output hashes of a run (variant bit 24): [N steps][K kernels][W words] (word 0 a kernel's outputs, 1.. stages
+// inside it), the kernels' names.
+struct HashLogView {
+  const std::vector<unsigned>& h;
+  const std::vector<std::string>& names;
+  size_t K = 0, W = 0;
+  HashLogView(const std::vector<unsigned>& hashes, const std::vector<std::string>& kernel_names, int num_tokens)
+      : h(hashes), names(kernel_names), K(kernel_names.size()) {
+    if (K > 0 && num_tokens > 0) W = h.size() / ((size_t)num_tokens * K);
+  }
+  bool usable() const { return W > 0; }
+  size_t entry(size_t pos, size_t k) const { return (pos * K + k) * W; }
+};
+
+// A run's hashes against the first run's: the first (step, kernel) whose outputs differ (its inputs, the earlier
+// kernels' outputs, were equal), which of its words differ and how many kernels differ at that step.
+void print_hash_difference(const HashLogView& run, const HashLogView& ref) {
+  if (!run.usable() || run.h.size() != ref.h.size()) return;
+  const auto same = [&](size_t e) {
+    return std::equal(run.h.begin() + e, run.h.begin() + e + run.W, ref.h.begin() + e);
+  };
+  for (size_t e = 0; e < run.h.size(); e += run.W) {
+    if (same(e)) continue;
+    const size_t pos = e / (run.K * run.W), k = (e / run.W) % run.K;
     std::string words;
-    for (size_t w = 0; w < W; ++w)
-      if (h[i + w] != ref[i + w]) words += (words.empty() ? "" : ",") + std::to_string(w);
+    for (size_t w = 0; w < run.W; ++w)
+      if (run.h[e + w] != ref.h[e + w]) words += (words.empty() ? "" : ",") + std::to_string(w);
     int n = 0;
-    for (size_t j = pos * K; j < (pos + 1) * K; ++j)
-      n += !std::equal(h.begin() + j * W, h.begin() + (j + 1) * W, ref.begin() + j * W);
+    for (size_t j = 0; j < run.K; ++j) n += !same(run.entry(pos, j));
     std::printf("HASHES: first differing output at step %zu, kernel %zu (%s) of the step, words %s; %d kernels "
-                "differ at that step\n", pos, k, pos == 0 ? "step 0" : names[k].c_str(), words.c_str(), n);
+                "differ at that step\n", pos, k, pos == 0 ? "step 0" : run.names[k].c_str(), words.c_str(), n);
     return;
   }
 }
 
 // Within one run, per fused-MLP launch: the weights it took from its rings (words 5: gate/up stages requested before
 // the wait, 6: the other gate/up stages, 7: the down-proj) are the same in every step: how many launches differ.
-void check_mlp_words(const std::vector<unsigned>& h, const std::vector<std::string>& names, int num_tokens) {
-  const size_t K = names.size();
-  if (K == 0 || num_tokens <= 0 || h.empty()) return;
-  const size_t W = h.size() / ((size_t)num_tokens * K);
-  if (W < 8) return;
-  auto at = [&](size_t pos, size_t k, int w) { return h[(pos * K + k) * W + w]; };
+void check_mlp_words(const HashLogView& run, int num_tokens) {
+  if (!run.usable() || run.W < 8) return;
   int nbad[8] = {};
   std::string where[8];
-  for (size_t k = 0; k < K; ++k) {
-    if (names[k].find("mlp") == std::string::npos) continue;
-    for (size_t pos = 1; pos < (size_t)num_tokens; ++pos) {
-      auto note = [&](int w) {
-        if (!nbad[w]++) where[w] = " (first at step " + std::to_string(pos) + " kernel " + std::to_string(k) + ")";
-      };
+  for (size_t k = 0; k < run.K; ++k) {
+    if (run.names[k].find("mlp") == std::string::npos) continue;
+    for (size_t pos = 2; pos < (size_t)num_tokens; ++pos)
       for (int w : {5, 6, 7})
-        if (pos >= 2 && at(pos, k, w) != at(1, k, w)) note(w);
-    }
+        if (run.h[run.entry(pos, k) + w] != run.h[run.entry(1, k) + w] && !nbad[w]++)
+          where[w] = " (first at step " + std::to_string(pos) + " kernel " + std::to_string(k) + ")";
   }
   std::printf("HASHES: MLP launches whose weights differ from step 1's: gate/up stages requested before the wait "
               "%d%s, other gate/up stages %d%s, down-proj %d%s\n", nbad[5], where[5].c_str(), nbad[6],
@@ -308,8 +313,9 @@ int run_bench(int argc, char** argv) {
       std::printf("WARNING: greedy tokens differ between runs (first at token %zu of %zu: %d vs %d)\n", k, t.size(),
                   k < t.size() ? t[k] : -1, k < first.size() ? first[k] : -1);
     }
-    if (!hashes.empty() && hashes != first_hashes) print_hash_difference(hashes, first_hashes, knames, pr.N);
-    check_mlp_words(hashes, knames, pr.N);
+    const HashLogView run(hashes, knames, pr.N);
+    if (!hashes.empty() && hashes != first_hashes) print_hash_difference(run, HashLogView(first_hashes, knames, pr.N));
+    check_mlp_words(run, pr.N);
   }
   {
     GenerateOptions o = g;

@@ -240,11 +240,14 @@ struct CudaGptEngine::Impl {
     const int k = kseq++;
     return diag_tl ? tl + 3 * (size_t)k : nullptr;
   }
-  // Output hashes (bit 24, in a binary built with -DCF_DIAG_HASH): the log column of the kernel that took the last
-  // index, [N][kHashK][kHashSub] words zeroed before each generate and fetched by diag_output_hashes().
+  // Output hashes (bit 24, in a binary built with -DCF_DIAG_HASH): [N][kHashK][kHashSub] words, zeroed before each
+  // generate and fetched by diag_output_hashes().
   unsigned* hlog = nullptr;
-  HashLog hl_last() const {
-    return HashLog{hlog && kseq >= 1 && kseq <= kHashK ? hlog + (size_t)(kseq - 1) * kHashSub : nullptr, &dyn->pos};
+  // The next decode kernel's diagnostic slots: its timeline stamps (bit 21) and its output-hash words (bit 24).
+  template <typename Params>
+  void diag_slots(Params& q, const char* name) {
+    q.tl = tl_slot(name);
+    q.hl = HashLog{hlog && kseq >= 1 && kseq <= kHashK ? hlog + (size_t)(kseq - 1) * kHashSub : nullptr, &dyn->pos};
   }
   bool step0_now = false;   // enqueue_step of step 0 (its kernels do not name the graph's timeline slots)
   bool single_now = false;  // enqueue_step is in the single block (timeline names)
@@ -654,8 +657,7 @@ struct CudaGptEngine::Impl {
       q.bias_from = 2 * D;
       q.out_f = qkv;
       q.ld_out = QKV_LD;
-      q.tl = tl_slot(single_now ? "s.qkv" : "qkv");
-      q.hl = hl_last();
+      diag_slots(q, single_now ? "s.qkv" : "qkv");
       if (!(R <= qkv_sm_rows ? Gemv1QkvSm::run(q, stream, pdl, nsm) : Gemv1Qkv::run(q, stream, pdl, nsm)))
         GemvQkv::run(q, stream, pdl, nsm);
       AttnParams a = {};
@@ -675,8 +677,7 @@ struct CudaGptEngine::Impl {
       a.tpart = atpart;
       a.ep = aep;
       a.tstride = atstride;
-      a.tl = tl_slot(single_now ? "s.attn" : "attn");
-      a.hl = hl_last();
+      diag_slots(a, single_now ? "s.attn" : "attn");
       if (!diag_no_attn) launch(attn_decode_kernel, dim3(maxs, H, R), dim3(128), 0, stream, pdl, a);
       GemvParams o = base_params();
       o.W = w.x_o;
@@ -685,16 +686,14 @@ struct CudaGptEngine::Impl {
       o.A_lo = att_lo;
       o.bias = w.x_ob;
       o.save_y = save_y;
-      o.tl = tl_slot(single_now ? "s.oproj" : "oproj");
-      o.hl = hl_last();
+      diag_slots(o, single_now ? "s.oproj" : "oproj");
       GemvOproj::run(o, stream, pdl, nsm);
     }
     if (mlp_on) {
       MlpParams m = {};
       m.g = base_params();
       m.g.add2 = add2;
-      m.g.tl = tl_slot(single_now ? "s.mlp" : "mlp");
-      m.g.hl = hl_last();
+      diag_slots(m.g, single_now ? "s.mlp" : "mlp");
       m.Wgu = w.x_gu;
       m.bgu = w.x_gub;
       m.Wdn = w.x_dn;
@@ -716,8 +715,7 @@ struct CudaGptEngine::Impl {
     g.out = hbuf;
     g.out_lo = hbuf_lo;
     g.ld_out = F;
-    g.tl = tl_slot(single_now ? "s.gateup" : "gateup");
-    g.hl = hl_last();
+    diag_slots(g, single_now ? "s.gateup" : "gateup");
     if (!Gemv1GateUp::run(g, stream, pdl, nsm)) GemvGateUp::run(g, stream, pdl, nsm);
     GemvParams d = base_params();
     d.W = w.x_dn;
@@ -726,8 +724,7 @@ struct CudaGptEngine::Impl {
     d.A_lo = hbuf_lo;
     d.bias = w.x_dnb;
     d.add2 = add2;
-    d.tl = tl_slot(single_now ? "s.down" : "down");
-    d.hl = hl_last();
+    diag_slots(d, single_now ? "s.down" : "down");
     if (!Gemv1Down::run(d, stream, pdl, nsm)) GemvDown::run(d, stream, pdl, nsm);
   }
 
@@ -763,8 +760,7 @@ struct CudaGptEngine::Impl {
     p.stats_next = stats;
     p.tokens = tokens;
     p.host_tokens = h_tokens_dev;
-    p.tl = tl_slot("lm_head");
-    p.hl = hl_last();
+    diag_slots(p, "lm_head");
     if (lm_ring_on && R <= 8) {
       LmRingParams lq = {p, lm_ring_slots(R), 0};
       lq.pre = lm_pre_env >= 0 ? std::min(lm_pre_env, lq.nst) : lq.nst;

@@ -150,6 +150,11 @@ struct HashLog {
   unsigned* slot;    // this kernel's words of the [N][kHashK][kHashSub] log, or null
   const int* pos;    // the step's position (Dyn::pos; read after the wait)
 };
+// Word `sub` of the kernel's entry at step pos (pos < 0: the current step, read from hl.pos).
+__device__ __forceinline__ unsigned* hash_word(const HashLog& hl, int pos, int sub) {
+  if (pos < 0) pos = __ldcg(hl.pos);
+  return hl.slot + (size_t)pos * kHashK * kHashSub + sub;
+}
 __device__ __forceinline__ void hash_add(unsigned& h, unsigned bits, unsigned idx) {
 #ifdef CF_DIAG_HASH
   unsigned v = bits ^ (idx * 0x9E3779B9u);
@@ -168,10 +173,7 @@ __device__ __forceinline__ void hash_flush(const HashLog& hl, unsigned h, int po
   if (!hl.slot) return;
   const unsigned m = __activemask();
   h = __reduce_xor_sync(m, h);
-  if ((int)(threadIdx.x & 31) == __ffs(m) - 1 && h) {
-    if (pos < 0) pos = __ldcg(hl.pos);
-    atomicXor(hl.slot + ((size_t)pos * kHashK) * kHashSub + sub, h);
-  }
+  if ((int)(threadIdx.x & 31) == __ffs(m) - 1 && h) atomicXor(hash_word(hl, pos, sub), h);
 #endif
 }
 
@@ -187,9 +189,9 @@ __device__ __forceinline__ void hash_to_block(unsigned* hsm, int sub, unsigned h
 __device__ __forceinline__ void hash_block_flush(const HashLog& hl, const unsigned* hsm, int lo, int hi) {
 #ifdef CF_DIAG_HASH
   if (threadIdx.x != 0 || !hl.slot) return;
-  const int pos = __ldcg(hl.pos);
+  unsigned* w = hash_word(hl, -1, 0);
   for (int sub = lo; sub < hi; ++sub)
-    if (hsm[sub]) atomicXor(hl.slot + ((size_t)pos * kHashK) * kHashSub + sub, hsm[sub]);
+    if (hsm[sub]) atomicXor(w + sub, hsm[sub]);
 #endif
 }
 
