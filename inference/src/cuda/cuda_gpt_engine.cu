@@ -288,6 +288,12 @@ struct CudaGptEngine::Impl {
     while (n > 2 && mlp_smem(r, n) > (size_t)smem_optin) --n;
     return n;
   }
+  // Ring stages requested before the MLP's griddepcontrol.wait (measurement knob CUBEFORGE_GPT_MLP_PRE): one fewer
+  // than the ring holds. Session 23, 5 slots, two alternating rounds (docs/cuda-gpt-notes.md): 4 of 5 against all 5
+  // -0.6% / -0.5% at one prompt (v0.1 / v0.5) and -0.6% / -0.7% at batch 4; 3 of 5 -0.7% / -0.4% at one prompt but
+  // equal at batch 4; 2 of 5 +1.2% / +1.0% at batch 4. Why is not measured (a guess: the LN prologue's L2 reads,
+  // issued right after the wait, queue behind fewer bulk copies).
+  static int mlp_pre_default(int nst) { return std::max(nst - 1, 1); }
   // How many of the one-prompt MLP's blocks sum its partials (the last ones to arrive; the others leave at once):
   // 64 measured best at one prompt (session 17: 32 / 64 / 96 / 128, docs/cuda-gpt-notes.md); above 2 rows every
   // block (the WIDE kernel ignores it). At least enough that a reducer's outputs fit its threads (one each).
@@ -702,7 +708,7 @@ struct CudaGptEngine::Impl {
       m.tagged = mlp_tagged;
       m.ctr = mlp_ctr;
       m.nst = mlp_slots(R);
-      m.pre = mlp_pre_env >= 0 ? std::min(mlp_pre_env, m.nst) : m.nst;
+      m.pre = mlp_pre_env >= 0 ? std::min(mlp_pre_env, m.nst) : mlp_pre_default(m.nst);
       m.spin_limit = 1ull << 24;
       m.nred = mlp_reducers(R);
       launch(mlp_kernel_for(R), dim3(MLP_NB), dim3(MLP_THREADS), mlp_smem(R, m.nst), stream, pdl, m);
