@@ -143,7 +143,10 @@ void fill_uniform(std::vector<float>& v, uint64_t key, float center, float a) {
       for (size_t i = b; i < e; ++i) {
         const uint64_t r = mix64(key + i);
         const float u = (float)((r >> 40) * (1.0 / 16777216.0)) * 2.f - 1.f;
-        v[i] = center + a * u;
+        // the product rounded on its own: a build with FMA contraction (build_cuda_shape.sh's -march=x86-64-v3)
+        // would otherwise make other weights, and every digest would differ from build_cuda_gpt.sh's (session 23)
+        const volatile float au = a * u;
+        v[i] = center + au;
       }
     });
   for (auto& x : th) x.join();
