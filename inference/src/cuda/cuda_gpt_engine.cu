@@ -252,6 +252,9 @@ struct CudaGptEngine::Impl {
   bool step0_now = false;   // enqueue_step of step 0 (its kernels do not name the graph's timeline slots)
   bool single_now = false;  // enqueue_step is in the single block (timeline names)
   int kseq_graph = 0;       // kernels of a graph step (timeline)
+  // the middle layer's MLP phase stamps (diagnostics, CF_DIAG_PHASES; gpt_mlp.cuh mlp_phase)
+  unsigned long long* mlp_ph = nullptr;
+  int ph_kseq = -1, cur_layer = -1;
 
   // Fused MLP (gpt_mlp.cuh, session 13): LN + gate/up + SwiGLU + down-proj in one launch per block, split along the
   // hidden units; the default where all its 128 blocks fit on the GPU at once (CUBEFORGE_GPT_MLP=0: the gate/up and
@@ -542,6 +545,9 @@ struct CudaGptEngine::Impl {
     ks_scratch = dalloc<float>((size_t)(D / 8) * 8 * 16 * 8);  // tiles x KSPLIT (<= 8) x 16 rows x 8
     ks_cnt = dalloc<unsigned>(D / 8);
     tl = dalloc<unsigned long long>(3 * (size_t)kTlMax);
+#ifdef CF_DIAG_PHASES
+    mlp_ph = dalloc<unsigned long long>((size_t)MLP_NB * MLP_PH);
+#endif
     CF_CUDA(cudaMemset(ks_cnt, 0, (D / 8) * sizeof(unsigned)));
     lm_blocks = GemvLm::blocks(Vs);
     lm_val = dalloc<float>((size_t)MAXP * lm_blocks);
@@ -711,6 +717,10 @@ struct CudaGptEngine::Impl {
       m.pre = mlp_pre_env >= 0 ? std::min(mlp_pre_env, m.nst) : mlp_pre_default(m.nst);
       m.spin_limit = 1ull << 24;
       m.nred = mlp_reducers(R);
+      if (mlp_ph && diag_tl && !single_now && cur_layer == L / 2 && !step0_now && R <= 2) {
+        m.ph = mlp_ph;
+        ph_kseq = kseq;
+      }
       launch(mlp_kernel_for(R), dim3(MLP_NB), dim3(MLP_THREADS), mlp_smem(R, m.nst), stream, pdl, m);
       return;
     }
@@ -744,6 +754,7 @@ struct CudaGptEngine::Impl {
       CF_CUDA(cudaGetLastError());
     }
     for (int l = 0; l < L; ++l) {
+      cur_layer = l;
       const bool last = (l == L - 1);
       const float* add2 = (last && !k.step0 && !k.causal) ? sconst : nullptr;
       block_step(layers[l], kc_layer(kc, l), kc_layer(vc, l), Tdual, s, maxs_dual, true, add2, nullptr);
@@ -807,6 +818,7 @@ struct CudaGptEngine::Impl {
     for (int rep = 0; rep < reps; ++rep) {
       CF_CUDA(cudaMemcpyAsync(&dyn->pos, &mid, sizeof(int), cudaMemcpyHostToDevice, stream));
       CF_CUDA(cudaMemsetAsync(tl, 0xFF, 3 * sizeof(unsigned long long) * kTlMax, stream));
+      if (mlp_ph) CF_CUDA(cudaMemsetAsync(mlp_ph, 0, sizeof(unsigned long long) * MLP_NB * MLP_PH, stream));
       CF_CUDA(cudaGraphLaunch(g, stream));
       CF_CUDA(cudaMemcpyAsync(h.data(), tl, h.size() * 8, cudaMemcpyDeviceToHost, stream));
       CF_CUDA(cudaStreamSynchronize(stream));
@@ -849,6 +861,49 @@ struct CudaGptEngine::Impl {
       std::fprintf(stderr, "timeline: %-9s %4d %10.2f %12.2f %12.1f %12.2f %12.2f %12.2f\n", nm.c_str(), (int)a[0],
                    a[1] / a[0] / 1000.0, a[2] / a[0] / 1000.0, a[2] / 1000.0, a[3] / a[0] / 1000.0,
                    a[4] / a[0] / 1000.0, a[5] / a[0] / 1000.0);
+    }
+    if (mlp_ph && ph_kseq > 0 && ph_kseq < nk) mlp_phase_report(h);
+  }
+
+  // Phase stamps (CF_DIAG_PHASES builds, with the timeline): the middle dual layer's MLP per block (last replay), us
+  // relative to the MLP's own last block end (timeline slot ph_kseq - 1): medians and maxima of the reducers and of the blocks that leave after their
+  // partials, then per ring stage when the producer requested it and when consumer warp 0 got it (all blocks).
+  void mlp_phase_report(const std::vector<unsigned long long>& h) {
+    std::vector<unsigned long long> ph((size_t)MLP_NB * MLP_PH);
+    CF_CUDA(cudaMemcpy(ph.data(), mlp_ph, ph.size() * 8, cudaMemcpyDeviceToHost));
+    const double prev_end = (double)~h[3 * (ph_kseq - 1) + 2];
+    const int nred = mlp_reducers(R);
+    std::vector<std::vector<double>> red(MLP_PH), lv(MLP_PH), all(MLP_PH);
+    for (int b = 0; b < MLP_NB; ++b) {
+      const unsigned long long* t = &ph[(size_t)b * MLP_PH];
+      auto& grp = (int)t[10] >= MLP_NB - nred ? red : lv;
+      for (int i = 0; i < MLP_PH; ++i)
+        if (t[i] && i != 10) {
+          const double us = ((double)t[i] - prev_end) / 1000.0;
+          grp[i].push_back(us);
+          all[i].push_back(us);
+        }
+    }
+    static const char* names[10] = {"entry", "wait returned", "LN prologue", "gate/up MMAs", "SwiGLU",
+                                    "down-proj", "producer done", "partials out", "sums read", "end"};
+    auto stat = [](std::vector<double> v, double q) {
+      if (v.empty()) return 0.0;
+      std::sort(v.begin(), v.end());
+      return v[std::min(v.size() - 1, (size_t)(q * (double)(v.size() - 1) + 0.5))];
+    };
+    std::fprintf(stderr, "mlp phases (layer %d, us relative to the MLP's last block end; reducers %zu, leavers %zu; pre %d of %d)\n",
+                 L / 2, red[0].size(), lv[0].size(), mlp_pre_env >= 0 ? std::min(mlp_pre_env, mlp_slots(R))
+                                                                     : mlp_pre_default(mlp_slots(R)), mlp_slots(R));
+    for (int i = 0; i < 10; ++i)
+      std::fprintf(stderr, "mlp phases: %-14s reducers min %7.2f p50 %7.2f max %7.2f | leavers min %7.2f p50 %7.2f max %7.2f\n",
+                   names[i], stat(red[i], 0), stat(red[i], 0.5), stat(red[i], 1.0), stat(lv[i], 0), stat(lv[i], 0.5),
+                   stat(lv[i], 1.0));
+    for (int i = 0; i < MLP_NST; ++i) {
+      const auto& rq = all[MLP_PH_STAGE + i];
+      const auto& tk = all[MLP_PH_STAGE + MLP_NST + i];
+      std::fprintf(stderr, "mlp stages: %-3s %2d requested p50 %7.2f max %7.2f | taken min %7.2f p50 %7.2f max %7.2f\n",
+                   i < MLP_GU_ST ? "g/u" : "dn", i, stat(rq, 0.5), stat(rq, 1.0), stat(tk, 0), stat(tk, 0.5),
+                   stat(tk, 1.0));
     }
   }
 

@@ -36,7 +36,22 @@ struct MlpParams {
   int pre;                    // stages requested before griddepcontrol.wait (<= nst)
   unsigned long long spin_limit;  // polls of the final wait before the kernel traps (a block never arrived)
   int nred;                   // the last nred blocks to arrive sum the partials, the others leave (mlp_reducers)
+  unsigned long long* ph;     // phase stamps [MLP_NB][MLP_PH] (diagnostics, CF_DIAG_PHASES) or null
 };
+// Phase stamps (diagnostics: built with -DCF_DIAG_PHASES, on with the timeline, bit 21; compiled out otherwise): per
+// block %globaltimer at 10 phases (mlp_phase_names), its arrival rank (word 10), then per ring stage the producer's
+// request (11 + i) and consumer warp 0's return from the stage's full-barrier wait (11 + MLP_NST + i).
+constexpr int MLP_PH_STAGE = 11, MLP_PH = MLP_PH_STAGE + 2 * MLP_NST;
+__device__ __forceinline__ void mlp_stamp(const MlpParams& p, int i, unsigned long long v) {
+#ifdef CF_DIAG_PHASES
+  if (p.ph) p.ph[blockIdx.x * MLP_PH + i] = v;
+#endif
+}
+__device__ __forceinline__ void mlp_phase(const MlpParams& p, int i, int t = 0) {  // thread t stamps
+#ifdef CF_DIAG_PHASES
+  if ((int)threadIdx.x == t) mlp_stamp(p, i, gtimer());
+#endif
+}
 
 // Load-time conversion of the fp32 down-proj [D][F] into the hidden-slice layout (mlp_dn_off).
 __global__ void convert_mlp_down_kernel(const float* src, bf16* dst) {
@@ -75,6 +90,7 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
   __shared__ unsigned hsm[kHashSub];  // stage hashes of the block (zeroed before the prologue's barrier)
   if (tid < kHashSub) hsm[tid] = 0;
 #endif
+  mlp_phase(p, 0);
   extern __shared__ __align__(16) unsigned char smem[];
   // the head of the layout is the ring lm_head's too (ring_ln_smem); each kernel carves it itself (a shared carving
   // helper moved the ring lm_head from 81 to 82 registers, unmeasured)
@@ -94,6 +110,7 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
   // Stage i into its slot: a gate/up stage is 4 chunks of each of the 12 groups (12 copies of 2 KB), a down-proj
   // stage 24 output groups x 3 k16 steps (one copy of 18 KB).
   auto issue = [&](int i) {
+    mlp_phase(p, MLP_PH_STAGE + i, MLP_CW * 32);  // the producer's lane 0
     const int slot = i % S;
     unsigned char* dst = ring + (size_t)slot * MLP_SLOT;
     if (i < MLP_GU_ST) {
@@ -139,6 +156,7 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
     if (tid < ng * RO) bias = bf(p.bdn[(b + (tid / RO) * MLP_NB) * 8 + tid % 8]);
   }
   pdl_handoff(tls);
+  mlp_phase(p, 1);
   // TAGS: this launch's epoch. Every earlier launch has completed (its arrivals are in the count) and this launch's
   // blocks add at most MLP_NB - 1 before this read, so count / MLP_NB is the number of earlier launches.
   __shared__ unsigned epoch_s;
@@ -160,6 +178,7 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
       hash_add(h1, __float_as_uint(st[tid].x) ^ (__float_as_uint(st[tid].y) * 3u), (1u << 30) + tid + (b << 8));
   }
 #endif
+  mlp_phase(p, 2);
 
   if (producer) {
     if (lane == 0)
@@ -169,6 +188,7 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
       }
     // TAGS: the arrival rank, taken once every stage is requested (~nst stages before this block's end, so the round
     // trip is off its path); the last p.nred blocks to take one sum the partials
+    mlp_phase(p, 6, MLP_CW * 32);
     if (TAGS && lane == 0) arrival_rank = (int)(atomicAdd(p.ctr, 1ull) % MLP_NB);
     __syncwarp();
   } else {
@@ -179,6 +199,7 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
     for (int i = 0; i < MLP_GU_ST; ++i) {
       uint4 wb[MLP_GU_CPS];
       ring_take(full, empty, ring, MLP_SLOT, S, i, (size_t)warp * MLP_GU_CPS * 512, wb);
+      mlp_phase(p, MLP_PH_STAGE + MLP_NST + i);
 #ifdef CF_DIAG_HASH
 #pragma unroll
       for (int c = 0; c < MLP_GU_CPS; ++c)
@@ -199,6 +220,7 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
         }
       }
     }
+    mlp_phase(p, 3);
     {
       float* o = gu + warp * 8 + 2 * t4;
       if constexpr (M16) {
@@ -234,6 +256,7 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
       hs[(R + r) * MLP_HST + u] = __float2bfloat16_rn(hv - __bfloat162float(hh));
     }
     mlp_consumer_sync();
+    mlp_phase(p, 4);
     // ---- down-proj partials over the block's 48 columns: A fragments once, then 2 output groups per stage -----
     // k16 step t, lane (g, t4): columns 16 t + 4 t4 .. + 3 of the weights' row g and of the activation row, the same
     // permutation of the MMA's k slots for both (as the 32-column chunks of the other GEMVs).
@@ -251,6 +274,7 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
     for (int i = MLP_GU_ST; i < MLP_NST; ++i) {
       const int slot = i % S;
       mbar_wait(&full[slot], (i / S) & 1);
+      mlp_phase(p, MLP_PH_STAGE + MLP_NST + i);
       const uint2* ws = reinterpret_cast<const uint2*>(ring + (size_t)slot * MLP_SLOT);
       uint2 wb[2][MLP_KS];
 #pragma unroll
@@ -295,6 +319,7 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
         }
       }
     }
+    mlp_phase(p, 5);
   }
 #ifdef CF_DIAG_HASH
   hash_to_block(hsm, 1, h1);
@@ -315,6 +340,8 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
 #ifdef CF_DIAG_HASH
   hash_block_flush(p.g.hl, hsm, 1, 8);
 #endif
+  mlp_phase(p, 7);
+  if (tid == 0) mlp_stamp(p, 10, TAGS ? arrival_rank : 0);
 
   // ---- every block's partials written. TAGS: the first MLP_NB - nred blocks to take a rank leave at once, so their
   // SMs take the next kernel's blocks one by one instead of all at the end (session 17: -1.5..-2% TPOT at one
@@ -381,6 +408,7 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
     }
   }
   __syncthreads();
+  mlp_phase(p, 8);
   float* xs = red + nit;  // [ng][R][8] new residual values
   if (tid < ng * RO) {
     const int gi = tid / RO, o = tid % RO, r = o / 8, col = (j + gi * nred) * 8 + o % 8;
@@ -402,6 +430,7 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
     const int gi = tid / R, r = tid % R;
     reinterpret_cast<float2*>(p.g.stats_out)[(size_t)r * NSLOT + j + gi * nred] = ln_stats8(xs + gi * RO + r * 8);
   }
+  mlp_phase(p, 9);
 }
 
 }  // namespace cubeforge::cuda::detail
