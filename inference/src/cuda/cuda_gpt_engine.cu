@@ -296,7 +296,7 @@ struct CudaGptEngine::Impl {
   // -0.6% / -0.5% at one prompt (v0.1 / v0.5) and -0.6% / -0.7% at batch 4; 3 of 5 -0.7% / -0.4% at one prompt but
   // equal at batch 4; 2 of 5 +1.2% / +1.0% at batch 4. Why is not measured (a guess: the LN prologue's L2 reads,
   // issued right after the wait, queue behind fewer bulk copies).
-  static int mlp_pre_default(int nst) { return std::max(nst - 1, 1); }
+  int mlp_pre(int nst) const { return mlp_pre_env >= 0 ? std::min(mlp_pre_env, nst) : std::max(nst - 1, 1); }
   // How many of the one-prompt MLP's blocks sum its partials (the last ones to arrive; the others leave at once):
   // 64 measured best at one prompt (session 17: 32 / 64 / 96 / 128, docs/cuda-gpt-notes.md); above 2 rows every
   // block (the WIDE kernel ignores it). At least enough that a reducer's outputs fit its threads (one each).
@@ -714,7 +714,7 @@ struct CudaGptEngine::Impl {
       m.tagged = mlp_tagged;
       m.ctr = mlp_ctr;
       m.nst = mlp_slots(R);
-      m.pre = mlp_pre_env >= 0 ? std::min(mlp_pre_env, m.nst) : mlp_pre_default(m.nst);
+      m.pre = mlp_pre(m.nst);
       m.spin_limit = 1ull << 24;
       m.nred = mlp_reducers(R);
       if (mlp_ph && diag_tl && !single_now && cur_layer == L / 2 && !step0_now && R <= 2) {
@@ -866,8 +866,9 @@ struct CudaGptEngine::Impl {
   }
 
   // Phase stamps (CF_DIAG_PHASES builds, with the timeline): the middle dual layer's MLP per block (last replay), us
-  // relative to the MLP's own last block end (timeline slot ph_kseq - 1): medians and maxima of the reducers and of the blocks that leave after their
-  // partials, then per ring stage when the producer requested it and when consumer warp 0 got it (all blocks).
+  // relative to the MLP's own last block end (timeline slot ph_kseq - 1): medians and maxima of the reducers and of
+  // the blocks that leave after their partials, then per ring stage when the producer requested it and when consumer
+  // warp 0 got it (all blocks).
   void mlp_phase_report(const std::vector<unsigned long long>& h) {
     std::vector<unsigned long long> ph((size_t)MLP_NB * MLP_PH);
     CF_CUDA(cudaMemcpy(ph.data(), mlp_ph, ph.size() * 8, cudaMemcpyDeviceToHost));
@@ -876,25 +877,25 @@ struct CudaGptEngine::Impl {
     std::vector<std::vector<double>> red(MLP_PH), lv(MLP_PH), all(MLP_PH);
     for (int b = 0; b < MLP_NB; ++b) {
       const unsigned long long* t = &ph[(size_t)b * MLP_PH];
-      auto& grp = (int)t[10] >= MLP_NB - nred ? red : lv;
+      auto& grp = (int)t[MLP_PH_RANK] >= MLP_NB - nred ? red : lv;
       for (int i = 0; i < MLP_PH; ++i)
-        if (t[i] && i != 10) {
+        if (t[i] && i != MLP_PH_RANK) {
           const double us = ((double)t[i] - prev_end) / 1000.0;
           grp[i].push_back(us);
           all[i].push_back(us);
         }
     }
-    static const char* names[10] = {"entry", "wait returned", "LN prologue", "gate/up MMAs", "SwiGLU",
+    static const char* names[MLP_PH_RANK] = {"entry", "wait returned", "LN prologue", "gate/up MMAs", "SwiGLU",
                                     "down-proj", "producer done", "partials out", "sums read", "end"};
     auto stat = [](std::vector<double> v, double q) {
       if (v.empty()) return 0.0;
       std::sort(v.begin(), v.end());
       return v[std::min(v.size() - 1, (size_t)(q * (double)(v.size() - 1) + 0.5))];
     };
-    std::fprintf(stderr, "mlp phases (layer %d, us relative to the MLP's last block end; reducers %zu, leavers %zu; pre %d of %d)\n",
-                 L / 2, red[0].size(), lv[0].size(), mlp_pre_env >= 0 ? std::min(mlp_pre_env, mlp_slots(R))
-                                                                     : mlp_pre_default(mlp_slots(R)), mlp_slots(R));
-    for (int i = 0; i < 10; ++i)
+    std::fprintf(stderr,
+                 "mlp phases (layer %d, us relative to the MLP's last block end; reducers %zu, leavers %zu; pre %d of "
+                 "%d)\n", L / 2, red[0].size(), lv[0].size(), mlp_pre(mlp_slots(R)), mlp_slots(R));
+    for (int i = 0; i < MLP_PH_RANK; ++i)
       std::fprintf(stderr, "mlp phases: %-14s reducers min %7.2f p50 %7.2f max %7.2f | leavers min %7.2f p50 %7.2f max %7.2f\n",
                    names[i], stat(red[i], 0), stat(red[i], 0.5), stat(red[i], 1.0), stat(lv[i], 0), stat(lv[i], 0.5),
                    stat(lv[i], 1.0));

@@ -39,9 +39,10 @@ struct MlpParams {
   unsigned long long* ph;     // phase stamps [MLP_NB][MLP_PH] (diagnostics, CF_DIAG_PHASES) or null
 };
 // Phase stamps (diagnostics: built with -DCF_DIAG_PHASES, on with the timeline, bit 21; compiled out otherwise): per
-// block %globaltimer at 10 phases (mlp_phase_names), its arrival rank (word 10), then per ring stage the producer's
-// request (11 + i) and consumer warp 0's return from the stage's full-barrier wait (11 + MLP_NST + i).
-constexpr int MLP_PH_STAGE = 11, MLP_PH = MLP_PH_STAGE + 2 * MLP_NST;
+// block %globaltimer at 10 phases (words 0-9, named by the host's mlp_phase_report), its arrival rank (word
+// MLP_PH_RANK), then per ring stage the producer's request (MLP_PH_STAGE + i) and consumer warp 0's return from the
+// stage's full-barrier wait (MLP_PH_STAGE + MLP_NST + i).
+constexpr int MLP_PH_RANK = 10, MLP_PH_STAGE = MLP_PH_RANK + 1, MLP_PH = MLP_PH_STAGE + 2 * MLP_NST;
 __device__ __forceinline__ void mlp_stamp(const MlpParams& p, int i, unsigned long long v) {
 #ifdef CF_DIAG_PHASES
   if (p.ph) p.ph[blockIdx.x * MLP_PH + i] = v;
@@ -341,7 +342,7 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
   hash_block_flush(p.g.hl, hsm, 1, 8);
 #endif
   mlp_phase(p, 7);
-  if (tid == 0) mlp_stamp(p, 10, TAGS ? arrival_rank : 0);
+  if (tid == 0) mlp_stamp(p, MLP_PH_RANK, TAGS ? arrival_rank : 0);
 
   // ---- every block's partials written. TAGS: the first MLP_NB - nred blocks to take a rank leave at once, so their
   // SMs take the next kernel's blocks one by one instead of all at the end (session 17: -1.5..-2% TPOT at one
