@@ -76,12 +76,15 @@ struct Gemv : GemvInput<K, LN> {
   }
   static int blocks(int N) { return (N + NT - 1) / NT * KSPLIT; }  // tiles (work items)
   // Persistent grid: as many blocks as fit (one wave), each walking its tiles.
-  static void run(const GemvParams& p0, cudaStream_t s, bool pdl, int nsm) {
+  // max_blocks > 0: at most that many blocks (each then walks more tiles)
+  static void run(const GemvParams& p0, cudaStream_t s, bool pdl, int nsm, int max_blocks = 0) {
     GemvParams p = p0;
     const bool m16 = p.R > 8;
     p.act_smem = act_smem(p.R) ? 1 : 0;
     const size_t sm = smem(p.R, p.act_smem != 0);
-    const dim3 grid(std::min(blocks(p.N), nsm * occ[m16]));
+    int nb = std::min(blocks(p.N), nsm * occ[m16]);
+    if (max_blocks > 0) nb = std::min(nb, max_blocks);
+    const dim3 grid(nb);
     if (m16)
       launch(gemv_kernel<K, NTILE, NW, KSPLIT, EPI, LN, true, 1, PIPE>, grid, dim3(NW * 32), sm, s, pdl, p);
     else
@@ -270,6 +273,9 @@ struct CudaGptEngine::Impl {
   // qkv with its third item in shared memory (Gemv1QkvSm) up to this many rows (measurement knob
   // CUBEFORGE_GPT_QKV_SM_ROWS; session 11 measured it at 8 rows +1%, before the fused MLP and the attention refactor)
   int qkv_sm_rows = 2;
+  // Session 24 knobs: CUBEFORGE_GPT_EARLY_TRIG bit 0 = the attention, bit 1 = the o-proj launch their successor at
+  // their start (pdl_early_trigger); CUBEFORGE_GPT_OPROJ_BLOCKS caps the o-proj's grid (0: one block per tile)
+  int early_trig = 0, oproj_blocks = 0;
   // The instantiation for r rows: M16 above 8 rows, WIDE above 2 (unless switched off), the one-prompt kernel else.
   using MlpKernel = void (*)(MlpParams);
   static constexpr MlpKernel kMlpKernels[3] = {mlp_kernel<false, false>, mlp_kernel<false, true>,
@@ -689,6 +695,7 @@ struct CudaGptEngine::Impl {
       a.tpart = atpart;
       a.ep = aep;
       a.tstride = atstride;
+      a.early_trig = early_trig & 1;
       diag_slots(a, single_now ? "s.attn" : "attn");
       if (!diag_no_attn) launch(attn_decode_kernel, dim3(maxs, H, R), dim3(128), 0, stream, pdl, a);
       GemvParams o = base_params();
@@ -698,8 +705,9 @@ struct CudaGptEngine::Impl {
       o.A_lo = att_lo;
       o.bias = w.x_ob;
       o.save_y = save_y;
+      o.early_trig = (early_trig >> 1) & 1;
       diag_slots(o, single_now ? "s.oproj" : "oproj");
-      GemvOproj::run(o, stream, pdl, nsm);
+      GemvOproj::run(o, stream, pdl, nsm, oproj_blocks);
     }
     if (mlp_on) {
       MlpParams m = {};
@@ -1050,6 +1058,8 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
   m.diag_poison = (opts.variant & kVarPoison) != 0;
   m.diag_hash = (opts.variant & kVarHash) != 0;
   if (const char* qs = std::getenv("CUBEFORGE_GPT_QKV_SM_ROWS")) m.qkv_sm_rows = std::atoi(qs);
+  if (const char* et = std::getenv("CUBEFORGE_GPT_EARLY_TRIG")) m.early_trig = std::atoi(et) & 3;
+  if (const char* ob = std::getenv("CUBEFORGE_GPT_OPROJ_BLOCKS")) m.oproj_blocks = std::max(0, std::atoi(ob));
   if (opts.verbose)
     std::fprintf(stderr, "cubeforge cuda: decode GEMVs: one-round qkv (and gate-up / down-proj where the MLP is not "
                          "fused) at <= 8 rows, persistent otherwise; %s weights, activations %s; L2 %d MB%s%s\n",

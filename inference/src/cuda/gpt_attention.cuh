@@ -23,6 +23,7 @@ struct AttnParams {
   bf16* out_lo;        // [R][D] lo part
   int maxs;
   int tstride;         // splits per (row, head) in tpart, the same for every launch (a word belongs to one (r, h))
+  int early_trig;      // 1: launch the successor before this kernel's own wait (pdl_early_trigger)
   unsigned long long* tl;  // diagnostics only: timeline stamps (TlStamp) or null
   HashLog hl;              // diagnostics only (CF_DIAG_HASH): output hashes
 };
@@ -268,6 +269,7 @@ __device__ __forceinline__ void attn_split(const AttnParams& p, const AttnStep& 
 __global__ void __launch_bounds__(128, 8) attn_decode_kernel(const AttnParams p) {
   const int split = blockIdx.x, h = blockIdx.y, r = blockIdx.z;
   const TlStamp tls(p.tl);
+  pdl_early_trigger(p.early_trig);
   // Everything read before pdl_wait() was written at least two kernels back (position, earlier KV slots, weights).
   AttnStep st = attn_step(p);
   if (split >= st.nsplit) return;

@@ -203,6 +203,14 @@ __device__ __forceinline__ void pdl_handoff(const TlStamp& tls) {
   tls.waited();
   pdl_trigger();
 }
+// Session 24 (CUBEFORGE_GPT_EARLY_TRIG): the successor launched at this kernel's start instead of after its wait, so
+// its blocks become resident (and request their weights) while this kernel still waits for its own predecessor. Only
+// for kernels whose successor reads nothing but weights before its wait (attention -> o-proj, o-proj -> MLP): a
+// successor's wait still returns only when this kernel has completed, and this kernel completes only after its own
+// wait, so every later kernel still sees all earlier ones complete.
+__device__ __forceinline__ void pdl_early_trigger(int on) {
+  if (on) pdl_trigger();
+}
 
 // ---- token emission: next embedding (both CFG rows), its LN stats, token outputs ------------------------------
 __device__ inline void emit_tokens(const int* tok, int p_begin, int p_end, const Ctl* ctl, int pos, const float* wte,

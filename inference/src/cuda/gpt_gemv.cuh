@@ -46,6 +46,7 @@ struct GemvParams {
   unsigned long long wmask;  // diagnostics only (timing): weight element offsets & wmask (0: off)
   unsigned long long* tl;    // diagnostics only: this kernel's timeline stamps (TlStamp) or null
   HashLog hl;                // diagnostics only (CF_DIAG_HASH): this kernel's output hashes
+  int early_trig;            // 1: launch the successor before this kernel's own wait (pdl_early_trigger)
 };
 
 // The guidance weights of step pos (gamma_i = g (N - i) / N, computed in double): guided = g1 cond - gm uncond.
@@ -518,6 +519,7 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
 
   uint4 wa[CPW][NTILE], wb[CPW][NTILE];
   const uint64_t pol = policy_evict_first();
+  pdl_early_trigger(p.early_trig);
   gemv_load_w<K, NTILE, NW, KSPLIT>(wa, p.W, p.N, t, warp, g, t4, pol, p.blocked, p.wmask);
   if constexpr (PIPE == 1)
     if (t + (int)gridDim.x < total)
