@@ -317,9 +317,14 @@ struct CudaGptEngine::Impl {
   bool cfg_on = false, prefilled = false;
   int tf_step = 0;
   std::map<std::tuple<int, bool, bool, bool, int>, cudaGraphExec_t> graphs;
+  // Session 24: the prefill (run_cond_stream: ~250 launches, 4 of 11 per layer cuBLAS GEMMs) captured once per row
+  // count and replayed; CUBEFORGE_GPT_PREFILL_GRAPH=0 (or a capture that fails) keeps the eager launches.
+  std::map<int, cudaGraphExec_t> prefill_graphs;
+  bool prefill_graph_on = true;
 
   ~Impl() {
     for (auto& kv : graphs) cudaGraphExecDestroy(kv.second);
+    for (auto& kv : prefill_graphs) cudaGraphExecDestroy(kv.second);
     if (h_tokens) cudaFreeHost(h_tokens);
     if (blas) cublasDestroy(blas);
     if (stream) cudaStreamDestroy(stream);
@@ -605,6 +610,22 @@ struct CudaGptEngine::Impl {
     const float one = 1.f, zero = 0.f;
     CF_CUBLAS(cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, Nn, M, K, &one, W, CUDA_R_16BF, K, A, CUDA_R_16BF, K, &zero,
                          C, CUDA_R_32F, Nn, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  }
+
+  // The prefill graph of the current row count (captured on first use), or null: eager prefill.
+  cudaGraphExec_t prefill_graph() {
+    if (!prefill_graph_on) return nullptr;
+    auto it = prefill_graphs.find(R);
+    if (it != prefill_graphs.end()) return it->second;
+    try {
+      cudaGraphExec_t exec = capture_graph(stream, [&] { run_cond_stream(); });
+      prefill_graphs[R] = exec;
+      return exec;
+    } catch (const cubeforge::Error& e) {
+      std::fprintf(stderr, "cubeforge cuda: prefill graph capture failed (%s); eager prefill\n", e.what());
+      prefill_graph_on = false;
+      return nullptr;
+    }
   }
 
   void run_cond_stream() {
@@ -1058,6 +1079,7 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
   m.diag_poison = (opts.variant & kVarPoison) != 0;
   m.diag_hash = (opts.variant & kVarHash) != 0;
   if (const char* qs = std::getenv("CUBEFORGE_GPT_QKV_SM_ROWS")) m.qkv_sm_rows = std::atoi(qs);
+  if (const char* pg = std::getenv("CUBEFORGE_GPT_PREFILL_GRAPH")) m.prefill_graph_on = std::string(pg) != "0";
   if (const char* et = std::getenv("CUBEFORGE_GPT_EARLY_TRIG")) m.early_trig = std::atoi(et) & 3;
   if (const char* ob = std::getenv("CUBEFORGE_GPT_OPROJ_BLOCKS")) m.oproj_blocks = std::max(0, std::atoi(ob));
   if (opts.verbose)
@@ -1128,7 +1150,11 @@ double CudaGptEngine::prefill(const float* cond, int rows, bool cfg) {
   m.cfg_on = cfg;
   m.prefilled = false;
   CF_CUDA(cudaMemcpyAsync(m.pc, cond, (size_t)rows * m.s * D * 4, cudaMemcpyHostToDevice, m.stream));
-  const float ms = timed_on_stream(m.stream, [&] { m.run_cond_stream(); });
+  cudaGraphExec_t g = m.prefill_graph();  // captured (first use of this row count) before the timed region
+  const float ms = timed_on_stream(m.stream, [&] {
+    if (g) CF_CUDA(cudaGraphLaunch(g, m.stream));
+    else m.run_cond_stream();
+  });
   m.prefilled = true;
   m.tf_step = 0;
   return ms;

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <cub/device/device_scan.cuh>
 #include <cub/device/device_select.cuh>
@@ -208,6 +209,7 @@ struct EventPair {
 struct CudaShapeEngine::Impl {
   ShapeConfig cfg;
   ShapeEngineOptions opts;
+  int attn_mt = 2;  // query m16 tiles per attention warp at head dim 64 (CUBEFORGE_SHAPE_ATTN_MT=1: session 18's kernel)
   int N = 0, Npad = 0, W = 0, H = 0, HD = 0, E = 0, codes = 0, nf = 0, F = 0, Fpad = 0, CPL = 0, Mt = 0;
   bool full_rows = true;  // W a multiple of 256: the row kernels' compile-time-width instantiations
   float eps = 1e-6f;
@@ -374,9 +376,15 @@ struct CudaShapeEngine::Impl {
     if (P <= 0) return;
     const float scale_log2 = float(1.0 / std::sqrt(double(HD)) * 1.4426950408889634);
     const dim3 grid(unsigned((P + kAttnRows - 1) / kAttnRows), unsigned(H));
+    if (HD == 64 && attn_mt == 2) {  // session 24: two m16 tiles per warp (the full-size model's head dim)
+      attention_kernel<64, 2><<<grid, attn_threads(2), 0, stream>>>(Q, q_stride, int(P), K, Vt, Nkv, Npad, scale_log2,
+                                                                    O, o_stride);
+      CF_CHECK_LAUNCH();
+      return;
+    }
     hd_dispatch([&](auto hd) {
-      attention_kernel<decltype(hd)::value><<<grid, kAttnRows * 2, 0, stream>>>(Q, q_stride, int(P), K, Vt, Nkv, Npad,
-                                                                                 scale_log2, O, o_stride);
+      attention_kernel<decltype(hd)::value><<<grid, attn_threads(1), 0, stream>>>(Q, q_stride, int(P), K, Vt, Nkv,
+                                                                                   Npad, scale_log2, O, o_stride);
     });
   }
   void split_heads(const bf16* src, int src_stride, int T, int q_off, int k_off, int v_off, const float* qn,
@@ -676,6 +684,7 @@ std::unique_ptr<CudaShapeEngine> CudaShapeEngine::create(const ShapeConfig& cfg,
   Impl& m = *e->impl_;
   m.cfg = cfg;
   m.opts = opts;
+  if (const char* mt = std::getenv("CUBEFORGE_SHAPE_ATTN_MT")) m.attn_mt = std::atoi(mt) == 1 ? 1 : 2;
   m.N = cfg.num_encoder_latents;
   m.Npad = int(round_up(size_t(m.N), kAttnTile));
   m.W = cfg.width;

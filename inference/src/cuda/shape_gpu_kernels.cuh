@@ -50,42 +50,63 @@ __device__ __forceinline__ uint4 pack8(const float (&f)[8]) {
 // ---- attention ---------------------------------------------------------------------------------------------------
 // O[p, h*HD + d] = softmax_j(scale * Q_h[p] . K_h[j]) V_h[j][d] over j < Nkv, for p < P, every head h = blockIdx.y.
 // K: [H][Npad][HD] (row j of head h), Vt: [H][HD][Npad] (transposed), both zero beyond Nkv. Grid (ceil(P/128), H),
-// 256 threads; each warp owns 16 query rows (the 8 warps share each K/V tile: L2 reads per point halve vs 64 rows); online softmax in fp32 (exp2 with scale folded into scale_log2),
+// attn_threads(MT) threads; each warp owns 16 MT query rows (MT m16 tiles; the block's warps share each K/V tile:
+// L2 reads per point halve vs 64 rows); online softmax in fp32 (exp2 with scale folded into scale_log2),
 // probabilities rounded to bf16 for the P.V product (as flash attention does).
 // HD (head dim) in {8, 16, 32, 64, 128}: Q.K^T runs ceil(HD/16) k-steps of m16n8k16 (HD 8: the upper half of the one
 // step is zero), P.V writes HD/8 n-tiles. HD 64 is the full-size model's instantiation.
 // Session 18: up to HD 64 the K/V tiles are double-buffered and copied by cp.async, so tile t + 1 streams in while
 // tile t is multiplied (ncu, rb 8: this kernel was 24% of the occupancy network's time for 11% of its FLOPs, every
 // tile a synchronous load between two barriers). Same arithmetic in the same order: outputs bitwise unchanged.
-template <int HD>
-__global__ void __launch_bounds__(256) attention_kernel(const bf16* __restrict__ Q, int q_stride, int P,
-                                                        const bf16* __restrict__ K, const bf16* __restrict__ Vt,
-                                                        int Nkv, int Npad, float scale_log2, bf16* __restrict__ O,
-                                                        int o_stride) {
+// Session 24: MT = 2 (4 warps of 32 rows) reads each K/V fragment from shared memory once for two m16 tiles, half
+// the shared-memory traffic per score (at MT 1 a block-tile reads 128 KB of fragments: ~1000 cycles at 128 B/clk,
+// more than its MMAs or its exp2s). Every row's arithmetic is the same in the same order: outputs bitwise unchanged.
+__host__ __device__ constexpr int attn_threads(int MT) { return kAttnRows / (16 * MT) * 32; }
+template <int HD, int MT = 1>
+__global__ void __launch_bounds__(attn_threads(MT)) attention_kernel(const bf16* __restrict__ Q, int q_stride, int P,
+                                                                     const bf16* __restrict__ K,
+                                                                     const bf16* __restrict__ Vt, int Nkv, int Npad,
+                                                                     float scale_log2, bf16* __restrict__ O,
+                                                                     int o_stride) {
   static_assert(HD == 8 || HD == 16 || HD == 32 || HD == 64 || HD == 128, "head dim");
+  static_assert(MT == 1 || MT == 2, "m16 tiles per warp");
   constexpr int KS = (HD + 15) / 16;  // k-steps of Q.K^T
   constexpr int NO = HD / 8;          // n-tiles of the output
   constexpr bool kHalf = HD < 16;     // HD 8: columns 8..15 of the k-step are zero
   constexpr int NBUF = HD <= 64 ? 2 : 1;  // HD 128: two buffers would pass the 48 KB of static shared memory
+  constexpr int NTHR = attn_threads(MT);
   __shared__ __align__(16) bf16 Ksb[NBUF][kAttnTile][HD + 8];
   __shared__ __align__(16) bf16 Vsb[NBUF][HD][kAttnTile + 8];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
   const int h = blockIdx.y;
-  const long r0 = long(blockIdx.x) * kAttnRows + warp * 16 + g, r1 = r0 + 8;
-  const bf16* Qh = Q + h * HD;
-  uint32_t qa[KS][4];
+  long r0[MT], r1[MT];
 #pragma unroll
-  for (int ks = 0; ks < KS; ++ks) {
-    const int c = ks * 16 + t4 * 2;
-    qa[ks][0] = r0 < P ? *reinterpret_cast<const uint32_t*>(Qh + r0 * q_stride + c) : 0u;
-    qa[ks][1] = r1 < P ? *reinterpret_cast<const uint32_t*>(Qh + r1 * q_stride + c) : 0u;
-    qa[ks][2] = !kHalf && r0 < P ? *reinterpret_cast<const uint32_t*>(Qh + r0 * q_stride + c + 8) : 0u;
-    qa[ks][3] = !kHalf && r1 < P ? *reinterpret_cast<const uint32_t*>(Qh + r1 * q_stride + c + 8) : 0u;
+  for (int mt = 0; mt < MT; ++mt) {
+    r0[mt] = long(blockIdx.x) * kAttnRows + (warp * MT + mt) * 16 + g;
+    r1[mt] = r0[mt] + 8;
   }
-  float o[NO][4];
+  const bf16* Qh = Q + h * HD;
+  uint32_t qa[MT][KS][4];
 #pragma unroll
-  for (int i = 0; i < NO; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
-  float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int ks = 0; ks < KS; ++ks) {
+      const int c = ks * 16 + t4 * 2;
+      const long a = r0[mt], b = r1[mt];
+      qa[mt][ks][0] = a < P ? *reinterpret_cast<const uint32_t*>(Qh + a * q_stride + c) : 0u;
+      qa[mt][ks][1] = b < P ? *reinterpret_cast<const uint32_t*>(Qh + b * q_stride + c) : 0u;
+      qa[mt][ks][2] = !kHalf && a < P ? *reinterpret_cast<const uint32_t*>(Qh + a * q_stride + c + 8) : 0u;
+      qa[mt][ks][3] = !kHalf && b < P ? *reinterpret_cast<const uint32_t*>(Qh + b * q_stride + c + 8) : 0u;
+    }
+  float o[MT][NO][4];
+  float m0[MT], m1[MT], l0[MT], l1[MT];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+    for (int i = 0; i < NO; ++i) o[mt][i][0] = o[mt][i][1] = o[mt][i][2] = o[mt][i][3] = 0.0f;
+    m0[mt] = m1[mt] = -INFINITY;
+    l0[mt] = l1[mt] = 0.0f;
+  }
   const bf16* Kh = K + size_t(h) * Npad * HD;
   const bf16* Vh = Vt + size_t(h) * HD * Npad;
   // tile n0 into buffer b: by cp.async (double buffering) or plain 16-byte loads and stores (one buffer)
@@ -94,11 +115,11 @@ __global__ void __launch_bounds__(256) attention_kernel(const bf16* __restrict__
     else *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
   };
   auto load_tile = [&](int b, int n0) {
-    for (int i = threadIdx.x; i < kAttnTile * HD / 8; i += blockDim.x) {
+    for (int i = threadIdx.x; i < kAttnTile * HD / 8; i += NTHR) {
       const int r = i / (HD / 8), c8 = (i % (HD / 8)) * 8;
       copy16(&Ksb[b][r][c8], Kh + size_t(n0 + r) * HD + c8);
     }
-    for (int i = threadIdx.x; i < HD * kAttnTile / 8; i += blockDim.x) {
+    for (int i = threadIdx.x; i < HD * kAttnTile / 8; i += NTHR) {
       const int r = i >> 3, c8 = (i & 7) * 8;
       copy16(&Vsb[b][r][c8], Vh + size_t(r) * Npad + n0 + c8);
     }
@@ -124,88 +145,106 @@ __global__ void __launch_bounds__(256) attention_kernel(const bf16* __restrict__
     __syncthreads();
     auto& Ks = Ksb[b];
     auto& Vs = Vsb[b];
-    float s[8][4];
+    float s[MT][8][4];
 #pragma unroll
     for (int nt = 0; nt < 8; ++nt) {
-      s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) s[mt][nt][0] = s[mt][nt][1] = s[mt][nt][2] = s[mt][nt][3] = 0.0f;
 #pragma unroll
       for (int ks = 0; ks < KS; ++ks) {
         const uint32_t b0 = *reinterpret_cast<const uint32_t*>(&Ks[nt * 8 + g][ks * 16 + t4 * 2]);
         const uint32_t b1 = kHalf ? 0u : *reinterpret_cast<const uint32_t*>(&Ks[nt * 8 + g][ks * 16 + t4 * 2 + 8]);
-        mma_bf16_16816(s[nt], qa[ks][0], qa[ks][1], qa[ks][2], qa[ks][3], b0, b1);
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+          mma_bf16_16816(s[mt][nt], qa[mt][ks][0], qa[mt][ks][1], qa[mt][ks][2], qa[mt][ks][3], b0, b1);
       }
     }
     const bool tail = n0 + kAttnTile > Nkv;
-    float mx0 = -INFINITY, mx1 = -INFINITY;
+    uint32_t pa[MT][4][4];  // the probabilities as the P.V product's A fragments
 #pragma unroll
-    for (int nt = 0; nt < 8; ++nt) {
+    for (int mt = 0; mt < MT; ++mt) {
+      float mx0 = -INFINITY, mx1 = -INFINITY;
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        float v = s[nt][e] * scale_log2;
-        if (tail && n0 + nt * 8 + t4 * 2 + (e & 1) >= Nkv) v = -INFINITY;
-        s[nt][e] = v;
+      for (int nt = 0; nt < 8; ++nt) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          float v = s[mt][nt][e] * scale_log2;
+          if (tail && n0 + nt * 8 + t4 * 2 + (e & 1) >= Nkv) v = -INFINITY;
+          s[mt][nt][e] = v;
+        }
+        mx0 = fmaxf(mx0, fmaxf(s[mt][nt][0], s[mt][nt][1]));
+        mx1 = fmaxf(mx1, fmaxf(s[mt][nt][2], s[mt][nt][3]));
       }
-      mx0 = fmaxf(mx0, fmaxf(s[nt][0], s[nt][1]));
-      mx1 = fmaxf(mx1, fmaxf(s[nt][2], s[nt][3]));
-    }
-    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
-    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
-    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
-    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
-    const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);  // finite: every tile has >= 1 valid latent
-    const float a0 = exp2f(m0 - mn0), a1 = exp2f(m1 - mn1);   // 0 on the first tile (m = -inf)
-    m0 = mn0;
-    m1 = mn1;
-    l0 *= a0;
-    l1 *= a1;
+      mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+      mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+      mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+      mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+      const float mn0 = fmaxf(m0[mt], mx0), mn1 = fmaxf(m1[mt], mx1);  // finite: every tile has >= 1 valid latent
+      const float a0 = exp2f(m0[mt] - mn0), a1 = exp2f(m1[mt] - mn1);   // 0 on the first tile (m = -inf)
+      m0[mt] = mn0;
+      m1[mt] = mn1;
+      l0[mt] *= a0;
+      l1[mt] *= a1;
 #pragma unroll
-    for (int nt = 0; nt < 8; ++nt) {
-      if (nt < NO) {
-        o[nt][0] *= a0;
-        o[nt][1] *= a0;
-        o[nt][2] *= a1;
-        o[nt][3] *= a1;
+      for (int nt = 0; nt < 8; ++nt) {
+        if (nt < NO) {
+          o[mt][nt][0] *= a0;
+          o[mt][nt][1] *= a0;
+          o[mt][nt][2] *= a1;
+          o[mt][nt][3] *= a1;
+        }
+        s[mt][nt][0] = exp2f(s[mt][nt][0] - mn0);
+        s[mt][nt][1] = exp2f(s[mt][nt][1] - mn0);
+        s[mt][nt][2] = exp2f(s[mt][nt][2] - mn1);
+        s[mt][nt][3] = exp2f(s[mt][nt][3] - mn1);
+        l0[mt] += s[mt][nt][0] + s[mt][nt][1];
+        l1[mt] += s[mt][nt][2] + s[mt][nt][3];
       }
-      s[nt][0] = exp2f(s[nt][0] - mn0);
-      s[nt][1] = exp2f(s[nt][1] - mn0);
-      s[nt][2] = exp2f(s[nt][2] - mn1);
-      s[nt][3] = exp2f(s[nt][3] - mn1);
-      l0 += s[nt][0] + s[nt][1];
-      l1 += s[nt][2] + s[nt][3];
-    }
 #pragma unroll
-    for (int nt = 8; nt < NO; ++nt) {  // HD 128: the output tiles past the 8 score tiles
-      o[nt][0] *= a0;
-      o[nt][1] *= a0;
-      o[nt][2] *= a1;
-      o[nt][3] *= a1;
+      for (int nt = 8; nt < NO; ++nt) {  // HD 128: the output tiles past the 8 score tiles
+        o[mt][nt][0] *= a0;
+        o[mt][nt][1] *= a0;
+        o[mt][nt][2] *= a1;
+        o[mt][nt][3] *= a1;
+      }
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        pa[mt][j][0] = pack_bf2(s[mt][2 * j][0], s[mt][2 * j][1]);
+        pa[mt][j][1] = pack_bf2(s[mt][2 * j][2], s[mt][2 * j][3]);
+        pa[mt][j][2] = pack_bf2(s[mt][2 * j + 1][0], s[mt][2 * j + 1][1]);
+        pa[mt][j][3] = pack_bf2(s[mt][2 * j + 1][2], s[mt][2 * j + 1][3]);
+      }
     }
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      const uint32_t pa0 = pack_bf2(s[2 * j][0], s[2 * j][1]);
-      const uint32_t pa1 = pack_bf2(s[2 * j][2], s[2 * j][3]);
-      const uint32_t pa2 = pack_bf2(s[2 * j + 1][0], s[2 * j + 1][1]);
-      const uint32_t pa3 = pack_bf2(s[2 * j + 1][2], s[2 * j + 1][3]);
 #pragma unroll
       for (int nt = 0; nt < NO; ++nt) {
         const uint32_t b0 = *reinterpret_cast<const uint32_t*>(&Vs[nt * 8 + g][j * 16 + t4 * 2]);
         const uint32_t b1 = *reinterpret_cast<const uint32_t*>(&Vs[nt * 8 + g][j * 16 + t4 * 2 + 8]);
-        mma_bf16_16816(o[nt], pa0, pa1, pa2, pa3, b0, b1);
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+          mma_bf16_16816(o[mt][nt], pa[mt][j][0], pa[mt][j][1], pa[mt][j][2], pa[mt][j][3], b0, b1);
       }
     }
     __syncthreads();  // every warp is done with buffer b before it is refilled
   }
-  l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
-  l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
-  l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
-  l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
-  const float i0 = 1.0f / l0, i1 = 1.0f / l1;
   bf16* Oh = O + h * HD;
 #pragma unroll
-  for (int nt = 0; nt < NO; ++nt) {
-    const int c = nt * 8 + t4 * 2;
-    if (r0 < P) *reinterpret_cast<uint32_t*>(Oh + r0 * o_stride + c) = pack_bf2(o[nt][0] * i0, o[nt][1] * i0);
-    if (r1 < P) *reinterpret_cast<uint32_t*>(Oh + r1 * o_stride + c) = pack_bf2(o[nt][2] * i1, o[nt][3] * i1);
+  for (int mt = 0; mt < MT; ++mt) {
+    float L0 = l0[mt], L1 = l1[mt];
+    L0 += __shfl_xor_sync(0xffffffffu, L0, 1);
+    L0 += __shfl_xor_sync(0xffffffffu, L0, 2);
+    L1 += __shfl_xor_sync(0xffffffffu, L1, 1);
+    L1 += __shfl_xor_sync(0xffffffffu, L1, 2);
+    const float i0 = 1.0f / L0, i1 = 1.0f / L1;
+#pragma unroll
+    for (int nt = 0; nt < NO; ++nt) {
+      const int c = nt * 8 + t4 * 2;
+      if (r0[mt] < P)
+        *reinterpret_cast<uint32_t*>(Oh + r0[mt] * o_stride + c) = pack_bf2(o[mt][nt][0] * i0, o[mt][nt][1] * i0);
+      if (r1[mt] < P)
+        *reinterpret_cast<uint32_t*>(Oh + r1[mt] * o_stride + c) = pack_bf2(o[mt][nt][2] * i1, o[mt][nt][3] * i1);
+    }
   }
 }
 
