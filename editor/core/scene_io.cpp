@@ -49,7 +49,11 @@ std::string hex(uint64_t h) {
 void atomic_write_file(const std::string& path, const std::string& bytes, const FaultHook& hook) {
   fs::path target(path);
   fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  std::string tmp = (dir / ("." + target.filename().string() + ".tmp-" + std::to_string(::getpid()))).string();
+  std::string leaf = ".";  // appended, not "literal" + string (a GCC 12 -Wrestrict false alarm)
+  leaf += target.filename().string();
+  leaf += ".tmp-";
+  leaf += std::to_string(::getpid());
+  std::string tmp = (dir / leaf).string();
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) fail("cannot write", path, errno);
   auto cleanup_fail = [&](const std::string& what, int err) {

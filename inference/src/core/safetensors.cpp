@@ -58,7 +58,10 @@ int64_t TensorInfo::numel() const {
 
 std::string shape_str(const std::vector<int64_t>& shape) {
   std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
+  for (size_t i = 0; i < shape.size(); ++i) {  // appended, not "literal" + string (a GCC 12 -Wrestrict false alarm)
+    if (i) s += ',';
+    s += std::to_string(shape[i]);
+  }
   return s + "]";
 }
 

@@ -45,7 +45,10 @@ void write_file_atomic(const std::string& path, const std::string& contents) {
   namespace fs = std::filesystem;
   const fs::path target(path);
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  const std::string tmp = (dir / ("." + target.filename().string() + ".tmp-XXXXXX")).string();
+  std::string leaf = ".";  // appended, not "literal" + string (a GCC 12 -Wrestrict false alarm)
+  leaf += target.filename().string();
+  leaf += ".tmp-XXXXXX";
+  const std::string tmp = (dir / leaf).string();
   std::vector<char> name(tmp.begin(), tmp.end());
   name.push_back('\0');
   const int fd = mkstemp(name.data());
