@@ -121,12 +121,16 @@ struct Gemv1 : GemvInput<K, EPI != EPI_RESID> {
       occ = r == 1 ? o : std::min(occ, o);
     }
   }
+  static int grid_for(int N, int nsm) {  // the grid of a launch over N outputs (one wave)
+    const int total = (N + NT - 1) / NT * KSPLIT;
+    const int grid = std::min(total, nsm * occ);
+    return grid - grid % KSPLIT;
+  }
   static bool run(const GemvParams& p0, cudaStream_t s, bool pdl, int nsm) {
     // shared-memory items are bulk copies of whole 8-row groups of the blocked layout
     if (p0.R > 8 || occ < 1 || (NSM > 0 && (p0.N % NT || !p0.blocked))) return false;
     const int total = (p0.N + NT - 1) / NT * KSPLIT;
-    int grid = std::min(total, nsm * occ);
-    grid -= grid % KSPLIT;
+    const int grid = grid_for(p0.N, nsm);
     if (grid < 1 || (long)grid * MAXT < total) return false;
     GemvParams p = p0;
     p.act_smem = act_smem(p.R) ? 1 : 0;
@@ -257,6 +261,9 @@ struct CudaGptEngine::Impl {
   int kseq_graph = 0;       // kernels of a graph step (timeline)
   // the middle layer's MLP phase stamps (diagnostics, CF_DIAG_PHASES; gpt_mlp.cuh mlp_phase)
   unsigned long long* mlp_ph = nullptr;
+  // and the next layer's one-round qkv per block (gpt_gemv.cuh gemv_phase), reported beside them
+  unsigned long long* qkv_ph = nullptr;
+  int qkv_ph_blocks = 0;
   int ph_kseq = -1, cur_layer = -1;
 
   // Fused MLP (gpt_mlp.cuh, session 13): LN + gate/up + SwiGLU + down-proj in one launch per block, split along the
@@ -558,6 +565,7 @@ struct CudaGptEngine::Impl {
     tl = dalloc<unsigned long long>(3 * (size_t)kTlMax);
 #ifdef CF_DIAG_PHASES
     mlp_ph = dalloc<unsigned long long>((size_t)MLP_NB * MLP_PH);
+    qkv_ph = dalloc<unsigned long long>((size_t)2 * nsm * GEMV_PH);  // Gemv1 grids: at most 2 blocks per SM
 #endif
     CF_CUDA(cudaMemset(ks_cnt, 0, (D / 8) * sizeof(unsigned)));
     lm_blocks = GemvLm::blocks(Vs);
@@ -697,6 +705,9 @@ struct CudaGptEngine::Impl {
       q.out_f = qkv;
       q.ld_out = QKV_LD;
       diag_slots(q, single_now ? "s.qkv" : "qkv");
+      if (qkv_ph && diag_tl && !single_now && cur_layer == L / 2 + 1 && !step0_now && R <= qkv_sm_rows &&
+          Gemv1QkvSm::grid_for(3 * D, nsm) <= 2 * nsm)
+        q.ph = qkv_ph;
       if (!(R <= qkv_sm_rows ? Gemv1QkvSm::run(q, stream, pdl, nsm) : Gemv1Qkv::run(q, stream, pdl, nsm)))
         GemvQkv::run(q, stream, pdl, nsm);
       AttnParams a = {};
@@ -848,6 +859,7 @@ struct CudaGptEngine::Impl {
       CF_CUDA(cudaMemcpyAsync(&dyn->pos, &mid, sizeof(int), cudaMemcpyHostToDevice, stream));
       CF_CUDA(cudaMemsetAsync(tl, 0xFF, 3 * sizeof(unsigned long long) * kTlMax, stream));
       if (mlp_ph) CF_CUDA(cudaMemsetAsync(mlp_ph, 0, sizeof(unsigned long long) * MLP_NB * MLP_PH, stream));
+      if (qkv_ph) CF_CUDA(cudaMemsetAsync(qkv_ph, 0, sizeof(unsigned long long) * 2 * nsm * GEMV_PH, stream));
       CF_CUDA(cudaGraphLaunch(g, stream));
       CF_CUDA(cudaMemcpyAsync(h.data(), tl, h.size() * 8, cudaMemcpyDeviceToHost, stream));
       CF_CUDA(cudaStreamSynchronize(stream));
@@ -935,6 +947,44 @@ struct CudaGptEngine::Impl {
                    i < MLP_GU_ST ? "g/u" : "dn", i, stat(rq, 0.5), stat(rq, 1.0), stat(tk, 0), stat(tk, 0.5),
                    stat(tk, 1.0));
     }
+    qkv_phase_report(ph, prev_end, nred);
+  }
+  // The next layer's qkv blocks (one-round kernel, stamped when its grid fits qkv_ph), same time origin, grouped by
+  // what shared their SM: an MLP reducer (its block can start only once that reducer ends, if it is the SM's second
+  // qkv block), an MLP block that left early, or no MLP block; within each group the blocks of the first and the
+  // second half of the grid (the first half is dispatched first, one block per SM beside the MLP blocks).
+  void qkv_phase_report(const std::vector<unsigned long long>& mph, double origin, int nred) {
+    const int nb = Gemv1QkvSm::grid_for(3 * D, nsm);
+    if (nb <= 0 || nb > 2 * nsm) return;
+    std::vector<unsigned long long> q((size_t)nb * GEMV_PH);
+    CF_CUDA(cudaMemcpy(q.data(), qkv_ph, q.size() * 8, cudaMemcpyDeviceToHost));
+    std::vector<int> role(nsm + 64, 0);  // per SM: 0 no MLP block, 1 leaver, 2 reducer
+    for (int b = 0; b < MLP_NB; ++b) {
+      const unsigned long long* t = &mph[(size_t)b * MLP_PH];
+      const size_t sm = (size_t)t[MLP_PH_SM];
+      if (sm < role.size()) role[sm] = (int)t[MLP_PH_RANK] >= MLP_NB - nred ? 2 : 1;
+    }
+    static const char* rn[3] = {"no MLP", "leaver", "reducer"};
+    static const char* pn[4] = {"entry", "wait", "MMAs done", "end"};
+    std::fprintf(stderr, "qkv phases (layer %d, %d blocks, us relative to the previous MLP's last block end)\n",
+                 L / 2 + 1, nb);
+    for (int r = 0; r < 3; ++r)
+      for (int half = 0; half < 2; ++half) {
+        std::vector<double> v[4];
+        for (int b = half * (nb / 2); b < (half ? nb : nb / 2); ++b) {
+          const unsigned long long* t = &q[(size_t)b * GEMV_PH];
+          if (!t[0] || (size_t)t[GEMV_PH_SM] >= role.size() || role[t[GEMV_PH_SM]] != r) continue;
+          for (int i = 0; i < 4; ++i) v[i].push_back(((double)t[i] - origin) / 1000.0);
+        }
+        if (v[0].empty()) continue;
+        std::fprintf(stderr, "qkv phases: SM with %-7s blocks %s half (%3zu):", rn[r], half ? "2nd" : "1st",
+                     v[0].size());
+        for (int i = 0; i < 4; ++i) {
+          std::sort(v[i].begin(), v[i].end());
+          std::fprintf(stderr, " %s p50 %7.2f max %7.2f%s", pn[i], v[i][v[i].size() / 2], v[i].back(),
+                       i < 3 ? " |" : "\n");
+        }
+      }
   }
 
   void write_ctl(const Ctl& c) { CF_CUDA(cudaMemcpyAsync(ctl, &c, sizeof(Ctl), cudaMemcpyHostToDevice, stream)); }

@@ -127,6 +127,11 @@ __device__ __forceinline__ unsigned long long gtimer() {
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
 }
+__device__ __forceinline__ unsigned smid() {  // the SM this block runs on (phase stamps: which blocks shared an SM)
+  unsigned s;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
+  return s;
+}
 struct TlStamp {
   unsigned long long* t;
   __device__ explicit TlStamp(unsigned long long* tl) : t(tl) {

@@ -47,7 +47,20 @@ struct GemvParams {
   unsigned long long* tl;    // diagnostics only: this kernel's timeline stamps (TlStamp) or null
   HashLog hl;                // diagnostics only (CF_DIAG_HASH): this kernel's output hashes
   int early_trig;            // 1: launch the successor before this kernel's own wait (pdl_early_trigger)
+  unsigned long long* ph;    // diagnostics only (CF_DIAG_PHASES): per-block stamps [grid][GEMV_PH] or null
 };
+// One-round GEMV phase stamps (session 24; built with -DCF_DIAG_PHASES, set by the host for the qkv after the stamped
+// MLP; compiled out otherwise): per block %globaltimer at entry, wait returned, MMAs done (its weights had landed),
+// end, and its SM (word GEMV_PH_SM), so the host can tell the blocks beside an MLP reducer from the others.
+constexpr int GEMV_PH_SM = 4, GEMV_PH = 5;
+__device__ __forceinline__ void gemv_phase(const GemvParams& p, int i) {
+#ifdef CF_DIAG_PHASES
+  if (p.ph && threadIdx.x == 0) p.ph[(size_t)blockIdx.x * GEMV_PH + i] = i == GEMV_PH_SM ? smid() : gtimer();
+#else
+  (void)p;
+  (void)i;
+#endif
+}
 
 // The guidance weights of step pos (gamma_i = g (N - i) / N, computed in double): guided = g1 cond - gm uncond.
 __device__ __forceinline__ void guidance_weights(const Ctl* ctl, int pos, float& g1, float& gm) {
@@ -669,6 +682,7 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
   const int total = (p.N + NT - 1) / NT * KSPLIT;
   const int G = gridDim.x;
   const TlStamp tls(p.tl);
+  gemv_phase(p, 0);
 
   extern __shared__ __align__(16) unsigned char smem_raw[];
   // [mbarrier (16 B, NSM > 0)][NSM shared-memory weight items][input rows | red | outs | flags]
@@ -708,6 +722,7 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
     if ((int)blockIdx.x + j * G < total)
       gemv_load_w<K, NTILE, NW, KSPLIT>(w[j], p.W, p.N, blockIdx.x + j * G, warp, g, t4, pol, p.blocked, p.wmask);
   pdl_handoff(tls);
+  gemv_phase(p, 1);
 
   const int R = p.R;
   const bf16* act = reinterpret_cast<const bf16*>(smem);
@@ -778,6 +793,7 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
     }
   }
 
+  gemv_phase(p, 2);
   if constexpr (KSPLIT > 1) {
     for (int e = threadIdx.x; e < nmine * R * NT; e += NW * 32) {
       const int j = e / (R * NT), q = e % (R * NT), tile = (blockIdx.x + j * G) / KSPLIT;
@@ -820,6 +836,8 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
     gemv_epilogue<NTILE, NW, EPI>(p, outs + j * 16 * NT, flag + MAXT, tile * NT, tile, total, xpre[j], apre[j],
                                      have_pre);
   }
+  gemv_phase(p, 3);
+  gemv_phase(p, GEMV_PH_SM);
 }
 
 }  // namespace cubeforge::cuda::detail

@@ -42,7 +42,9 @@ struct MlpParams {
 // block %globaltimer at 10 phases (words 0-9, named by the host's mlp_phase_report), its arrival rank (word
 // MLP_PH_RANK), then per ring stage the producer's request (MLP_PH_STAGE + i) and consumer warp 0's return from the
 // stage's full-barrier wait (MLP_PH_STAGE + MLP_NST + i).
-constexpr int MLP_PH_RANK = 10, MLP_PH_STAGE = MLP_PH_RANK + 1, MLP_PH = MLP_PH_STAGE + 2 * MLP_NST;
+// Last word (MLP_PH_SM, session 24): the block's SM.
+constexpr int MLP_PH_RANK = 10, MLP_PH_STAGE = MLP_PH_RANK + 1, MLP_PH_SM = MLP_PH_STAGE + 2 * MLP_NST,
+              MLP_PH = MLP_PH_SM + 1;
 __device__ __forceinline__ void mlp_stamp(const MlpParams& p, int i, unsigned long long v) {
 #ifdef CF_DIAG_PHASES
   if (p.ph) p.ph[blockIdx.x * MLP_PH + i] = v;
@@ -343,6 +345,9 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
 #endif
   mlp_phase(p, 7);
   if (tid == 0) mlp_stamp(p, MLP_PH_RANK, TAGS ? arrival_rank : 0);
+#ifdef CF_DIAG_PHASES
+  if (tid == 0) mlp_stamp(p, MLP_PH_SM, smid());
+#endif
 
   // ---- every block's partials written. TAGS: the first MLP_NB - nred blocks to take a rank leave at once, so their
   // SMs take the next kernel's blocks one by one instead of all at the end (session 17: -1.5..-2% TPOT at one
