@@ -263,7 +263,7 @@ struct CudaGptEngine::Impl {
   unsigned long long* mlp_ph = nullptr;
   // and the next layer's one-round qkv per block (gpt_gemv.cuh gemv_phase), reported beside them
   unsigned long long* qkv_ph = nullptr;
-  int qkv_ph_blocks = 0;
+  int qkv_ph_blocks = 0;  // blocks qkv_ph holds (a qkv grid larger than that is not stamped)
   int ph_kseq = -1, cur_layer = -1;
 
   // Fused MLP (gpt_mlp.cuh, session 13): LN + gate/up + SwiGLU + down-proj in one launch per block, split along the
@@ -565,7 +565,8 @@ struct CudaGptEngine::Impl {
     tl = dalloc<unsigned long long>(3 * (size_t)kTlMax);
 #ifdef CF_DIAG_PHASES
     mlp_ph = dalloc<unsigned long long>((size_t)MLP_NB * MLP_PH);
-    qkv_ph = dalloc<unsigned long long>((size_t)2 * nsm * GEMV_PH);  // Gemv1 grids: at most 2 blocks per SM
+    qkv_ph_blocks = 2 * nsm;  // Gemv1 grids: at most 2 blocks per SM
+    qkv_ph = dalloc<unsigned long long>((size_t)qkv_ph_blocks * GEMV_PH);
 #endif
     CF_CUDA(cudaMemset(ks_cnt, 0, (D / 8) * sizeof(unsigned)));
     lm_blocks = GemvLm::blocks(Vs);
@@ -706,7 +707,7 @@ struct CudaGptEngine::Impl {
       q.ld_out = QKV_LD;
       diag_slots(q, single_now ? "s.qkv" : "qkv");
       if (qkv_ph && diag_tl && !single_now && cur_layer == L / 2 + 1 && !step0_now && R <= qkv_sm_rows &&
-          Gemv1QkvSm::grid_for(3 * D, nsm) <= 2 * nsm)
+          Gemv1QkvSm::grid_for(3 * D, nsm) <= qkv_ph_blocks)
         q.ph = qkv_ph;
       if (!(R <= qkv_sm_rows ? Gemv1QkvSm::run(q, stream, pdl, nsm) : Gemv1Qkv::run(q, stream, pdl, nsm)))
         GemvQkv::run(q, stream, pdl, nsm);
@@ -859,7 +860,7 @@ struct CudaGptEngine::Impl {
       CF_CUDA(cudaMemcpyAsync(&dyn->pos, &mid, sizeof(int), cudaMemcpyHostToDevice, stream));
       CF_CUDA(cudaMemsetAsync(tl, 0xFF, 3 * sizeof(unsigned long long) * kTlMax, stream));
       if (mlp_ph) CF_CUDA(cudaMemsetAsync(mlp_ph, 0, sizeof(unsigned long long) * MLP_NB * MLP_PH, stream));
-      if (qkv_ph) CF_CUDA(cudaMemsetAsync(qkv_ph, 0, sizeof(unsigned long long) * 2 * nsm * GEMV_PH, stream));
+      if (qkv_ph) CF_CUDA(cudaMemsetAsync(qkv_ph, 0, sizeof(unsigned long long) * qkv_ph_blocks * GEMV_PH, stream));
       CF_CUDA(cudaGraphLaunch(g, stream));
       CF_CUDA(cudaMemcpyAsync(h.data(), tl, h.size() * 8, cudaMemcpyDeviceToHost, stream));
       CF_CUDA(cudaStreamSynchronize(stream));
@@ -955,7 +956,7 @@ struct CudaGptEngine::Impl {
   // second half of the grid (the first half is dispatched first, one block per SM beside the MLP blocks).
   void qkv_phase_report(const std::vector<unsigned long long>& mph, double origin, int nred) {
     const int nb = Gemv1QkvSm::grid_for(3 * D, nsm);
-    if (nb <= 0 || nb > 2 * nsm) return;
+    if (nb <= 0 || nb > qkv_ph_blocks) return;
     std::vector<unsigned long long> q((size_t)nb * GEMV_PH);
     CF_CUDA(cudaMemcpy(q.data(), qkv_ph, q.size() * 8, cudaMemcpyDeviceToHost));
     std::vector<int> role(nsm + 64, 0);  // per SM: 0 no MLP block, 1 leaver, 2 reducer

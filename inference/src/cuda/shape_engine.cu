@@ -376,15 +376,16 @@ struct CudaShapeEngine::Impl {
     if (P <= 0) return;
     const float scale_log2 = float(1.0 / std::sqrt(double(HD)) * 1.4426950408889634);
     const dim3 grid(unsigned((P + kAttnRows - 1) / kAttnRows), unsigned(H));
-    if (HD == 64 && attn_mt == 2) {  // session 24: two m16 tiles per warp (the full-size model's head dim)
-      attention_kernel<64, 2><<<grid, attn_threads(2), 0, stream>>>(Q, q_stride, int(P), K, Vt, Nkv, Npad, scale_log2,
-                                                                    O, o_stride);
-      CF_CHECK_LAUNCH();
-      return;
-    }
     hd_dispatch([&](auto hd) {
-      attention_kernel<decltype(hd)::value><<<grid, attn_threads(1), 0, stream>>>(Q, q_stride, int(P), K, Vt, Nkv,
-                                                                                   Npad, scale_log2, O, o_stride);
+      constexpr int kHd = decltype(hd)::value;
+      if constexpr (kHd == 64)  // session 24: two m16 tiles per warp at the full-size model's head dim
+        if (attn_mt == 2) {
+          attention_kernel<64, 2><<<grid, attn_threads(2), 0, stream>>>(Q, q_stride, int(P), K, Vt, Nkv, Npad,
+                                                                        scale_log2, O, o_stride);
+          return;
+        }
+      attention_kernel<kHd><<<grid, attn_threads(1), 0, stream>>>(Q, q_stride, int(P), K, Vt, Nkv, Npad, scale_log2, O,
+                                                                  o_stride);
     });
   }
   void split_heads(const bf16* src, int src_stride, int T, int q_off, int k_off, int v_off, const float* qn,
