@@ -2,7 +2,8 @@
 #   python3 tools/device/ptx_kernel_diff.py OLD.ptx NEW.ptx [OLD_NAME=NEW_NAME ...]
 # Prints `same` / `DIFF` per kernel present in both (and per mapped pair: a renamed or newly templated kernel, mangled
 # names as in the PTX). Normalized: the kernel's own name, branch labels, local-stack names, .loc line info, comments,
-# shared-array names of attention_kernel and the .param declarations (an added unused parameter). Same PTX => ptxas
+# shared-array names of attention_kernel and the .param declarations (an added unused parameter, the byte size of
+# a parameter struct: fields appended at its end). Same PTX => ptxas
 # emits the same code.
 import re, sys, difflib
 def funcs(path):
@@ -17,6 +18,7 @@ def norm(name, body):
     body = re.sub(r'_ZZN9cubeforge4cuda12shape_detail16attention_kernel\S*?E2(Ks|Vs)', r'SH_\1', body)
     body = re.sub(r'\.loc\s+\d+ \d+ \d+.*', '', body); body = re.sub(r'//.*', '', body)
     L = [l.strip() for l in body.split('\n') if l.strip()]
+    L = [re.sub(r'(\.param \.align \d+ \.b8 FN_param_\d+)\[\d+\]', r'\1[]', l) for l in L]  # a struct grown at its end
     return [l for l in L if not re.match(r'\.param \.(f32|u32|u64) FN_param_\d+,?$', l)]
 a, b = funcs(sys.argv[1]), funcs(sys.argv[2])
 pairs = [(k, k) for k in a if k in b] + [tuple(m.split('=', 1)) for m in sys.argv[3:]]

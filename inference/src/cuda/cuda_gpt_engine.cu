@@ -126,11 +126,17 @@ struct Gemv1 : GemvInput<K, EPI != EPI_RESID> {
     const int grid = std::min(total, nsm * occ);
     return grid - grid % KSPLIT;
   }
-  static bool run(const GemvParams& p0, cudaStream_t s, bool pdl, int nsm) {
+  // max_grid > 0 caps the grid, never below the fewest blocks that hold all items (a multiple of KSPLIT): 1 asks
+  // for those fewest blocks
+  static bool run(const GemvParams& p0, cudaStream_t s, bool pdl, int nsm, int max_grid = 0) {
     // shared-memory items are bulk copies of whole 8-row groups of the blocked layout
     if (p0.R > 8 || occ < 1 || (NSM > 0 && (p0.N % NT || !p0.blocked))) return false;
     const int total = (p0.N + NT - 1) / NT * KSPLIT;
-    const int grid = grid_for(p0.N, nsm);
+    int grid = grid_for(p0.N, nsm);
+    if (max_grid > 0 && max_grid < grid) {
+      const int need = (total + MAXT - 1) / MAXT;
+      grid = std::min(grid, std::max(max_grid, need + (KSPLIT - need % KSPLIT) % KSPLIT));
+    }
     if (grid < 1 || (long)grid * MAXT < total) return false;
     GemvParams p = p0;
     p.act_smem = act_smem(p.R) ? 1 : 0;
@@ -146,7 +152,7 @@ struct Gemv1 : GemvInput<K, EPI != EPI_RESID> {
 // qkv: 576 items on 264 blocks. At <= 2 rows (one prompt) the third item (24 KB) sits in shared memory (session 11):
 // 94 instead of 122 registers, so the attention kernel's blocks fit beside it and request their keys and values
 // ~4 us earlier (-0.4% TPOT); with more rows that version measured slower (batch 4 +1%), so they keep three
-// register items.
+// register items, on 192 blocks since session 25 (qkv_blocks_wide).
 using Gemv1Qkv = Gemv1<D, 1, 8, 1, EPI_QKV, 3>;
 using Gemv1QkvSm = Gemv1<D, 1, 8, 1, EPI_QKV, 3, 1>;
 using Gemv1Down = Gemv1<F, 1, 8, 4, EPI_RESID, 3>;  // 768 items (192 tiles x 4-way split-K) on 264 blocks
@@ -283,6 +289,11 @@ struct CudaGptEngine::Impl {
   // Session 24 knobs: CUBEFORGE_GPT_EARLY_TRIG bit 0 = the attention, bit 1 = the o-proj launch their successor at
   // their start (pdl_early_trigger); CUBEFORGE_GPT_OPROJ_BLOCKS caps the o-proj's grid (0: one block per tile)
   int early_trig = 0, oproj_blocks = 0;
+  // The one-round qkv's grid cap (Gemv1::run's max_grid) at <= qkv_sm_rows rows / at more rows (measurement knobs
+  // CUBEFORGE_GPT_QKV_BLOCKS / _QKV_BLOCKS_WIDE). Session 25: at 3-8 rows the fewest blocks (192 for 576 items, each
+  // with three register items; 264 before) measured batch 4 -1.3% (v0.5) / -0.3% (v0.1); at one prompt 192 blocks
+  // were +0.3% / +0.9%, so it keeps two blocks per SM there.
+  int qkv_blocks = 0, qkv_blocks_wide = 1;
   // The instantiation for r rows: M16 above 8 rows, WIDE above 2 (unless switched off), the one-prompt kernel else.
   using MlpKernel = void (*)(MlpParams);
   static constexpr MlpKernel kMlpKernels[3] = {mlp_kernel<false, false>, mlp_kernel<false, true>,
@@ -709,7 +720,8 @@ struct CudaGptEngine::Impl {
       if (qkv_ph && diag_tl && !single_now && cur_layer == L / 2 + 1 && !step0_now && R <= qkv_sm_rows &&
           Gemv1QkvSm::grid_for(3 * D, nsm) <= qkv_ph_blocks)
         q.ph = qkv_ph;
-      if (!(R <= qkv_sm_rows ? Gemv1QkvSm::run(q, stream, pdl, nsm) : Gemv1Qkv::run(q, stream, pdl, nsm)))
+      if (!(R <= qkv_sm_rows ? Gemv1QkvSm::run(q, stream, pdl, nsm, qkv_blocks)
+                             : Gemv1Qkv::run(q, stream, pdl, nsm, qkv_blocks_wide)))
         GemvQkv::run(q, stream, pdl, nsm);
       AttnParams a = {};
       a.qkv = qkv;
@@ -966,24 +978,24 @@ struct CudaGptEngine::Impl {
       if (sm < role.size()) role[sm] = (int)t[MLP_PH_RANK] >= MLP_NB - nred ? 2 : 1;
     }
     static const char* rn[3] = {"no MLP", "leaver", "reducer"};
-    static const char* pn[4] = {"entry", "wait", "MMAs done", "end"};
+    static const char* pn[GEMV_PH_SM] = {"entry", "wait", "staged", "MMAs done", "end"};
     std::fprintf(stderr, "qkv phases (layer %d, %d blocks, us relative to the previous MLP's last block end)\n",
                  L / 2 + 1, nb);
     for (int r = 0; r < 3; ++r)
       for (int half = 0; half < 2; ++half) {
-        std::vector<double> v[4];
+        std::vector<double> v[GEMV_PH_SM];
         for (int b = half * (nb / 2); b < (half ? nb : nb / 2); ++b) {
           const unsigned long long* t = &q[(size_t)b * GEMV_PH];
           if (!t[0] || (size_t)t[GEMV_PH_SM] >= role.size() || role[t[GEMV_PH_SM]] != r) continue;
-          for (int i = 0; i < 4; ++i) v[i].push_back(((double)t[i] - origin) / 1000.0);
+          for (int i = 0; i < GEMV_PH_SM; ++i) v[i].push_back(((double)t[i] - origin) / 1000.0);
         }
         if (v[0].empty()) continue;
         std::fprintf(stderr, "qkv phases: SM with %-7s blocks %s half (%3zu):", rn[r], half ? "2nd" : "1st",
                      v[0].size());
-        for (int i = 0; i < 4; ++i) {
+        for (int i = 0; i < GEMV_PH_SM; ++i) {
           std::sort(v[i].begin(), v[i].end());
           std::fprintf(stderr, " %s p50 %7.2f max %7.2f%s", pn[i], v[i][v[i].size() / 2], v[i].back(),
-                       i < 3 ? " |" : "\n");
+                       i < GEMV_PH_SM - 1 ? " |" : "\n");
         }
       }
   }
@@ -1133,6 +1145,8 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
   if (const char* pg = std::getenv("CUBEFORGE_GPT_PREFILL_GRAPH")) m.prefill_graph_on = std::string(pg) != "0";
   if (const char* et = std::getenv("CUBEFORGE_GPT_EARLY_TRIG")) m.early_trig = std::atoi(et) & 3;
   if (const char* ob = std::getenv("CUBEFORGE_GPT_OPROJ_BLOCKS")) m.oproj_blocks = std::max(0, std::atoi(ob));
+  if (const char* qb = std::getenv("CUBEFORGE_GPT_QKV_BLOCKS")) m.qkv_blocks = std::max(0, std::atoi(qb));
+  if (const char* qb = std::getenv("CUBEFORGE_GPT_QKV_BLOCKS_WIDE")) m.qkv_blocks_wide = std::max(0, std::atoi(qb));
   if (opts.verbose)
     std::fprintf(stderr, "cubeforge cuda: decode GEMVs: one-round qkv (and gate-up / down-proj where the MLP is not "
                          "fused) at <= 8 rows, persistent otherwise; %s weights, activations %s; L2 %d MB%s%s\n",

@@ -50,9 +50,10 @@ struct GemvParams {
   unsigned long long* ph;    // diagnostics only (CF_DIAG_PHASES): per-block stamps [grid][GEMV_PH] or null
 };
 // One-round GEMV phase stamps (session 24; built with -DCF_DIAG_PHASES, set by the host for the qkv after the stamped
-// MLP; compiled out otherwise): per block %globaltimer at entry, wait returned, MMAs done (its weights had landed),
-// end, and its SM (word GEMV_PH_SM), so the host can tell the blocks beside an MLP reducer from the others.
-constexpr int GEMV_PH_SM = 4, GEMV_PH = 5;
+// MLP; compiled out otherwise): per block %globaltimer at entry, wait returned, input staged (the LN prologue; session
+// 25), MMAs done (its weights had landed), end, and its SM (word GEMV_PH_SM), so the host can tell the blocks beside
+// an MLP reducer from the others.
+constexpr int GEMV_PH_SM = 5, GEMV_PH = 6;
 __device__ __forceinline__ void gemv_phase(const GemvParams& p, int i) {
 #ifdef CF_DIAG_PHASES
   if (p.ph && threadIdx.x == 0) p.ph[(size_t)blockIdx.x * GEMV_PH + i] = i == GEMV_PH_SM ? smid() : gtimer();
@@ -136,12 +137,31 @@ __device__ __forceinline__ void lm_head_tail(const GemvParams& p, int* flag, int
   }
 }
 
-// GEMV epilogues on the reduced tile outs[16][NT] (rows x outputs n0..n0+NT-1), run by the NW * 32 compute threads.
-template <int NTILE, int NW, int EPI>
+// The bias element gemv_epilogue's thread e = threadIdx.x adds to column n0 + e % NT (have_b): EPI_QKV and EPI_RESID
+// kernels whose R * NT outputs are one per thread request it before griddepcontrol.wait (session 25).
+// CF_BIAS_PRE (measurement builds): bit 0 the qkv, bit 1 the residual GEMVs (o-proj, down-proj); default both.
+#ifndef CF_BIAS_PRE
+#define CF_BIAS_PRE 3
+#endif
+template <int EPI>
+constexpr bool gemv_has_bias_pre = (EPI == EPI_QKV && (CF_BIAS_PRE & 1)) || (EPI == EPI_RESID && (CF_BIAS_PRE & 2));
+template <int NT, int EPI>
+__device__ __forceinline__ float gemv_bias_pre(const GemvParams& p, int n0) {
+  const int col = n0 + (int)threadIdx.x % NT;
+  if ((int)threadIdx.x >= p.R * NT || col >= p.N) return 0.f;
+  if constexpr (EPI == EPI_QKV) return col >= p.bias_from ? bf(p.bias[col - p.bias_from]) : 0.f;
+  return bf(p.bias[col]);
+}
 // have_pre: EPI_RESID's residual (and add2) element of this thread (e = threadIdx.x, R * NT <= threads) was read
 // before the MMA loop into xpre / apre (same values; one L2 round trip less after the reduction).
+// have_b (EPI_QKV, EPI_RESID; session 25): this thread's bias element (of column n0 + threadIdx.x % NT; 0 where the
+// column has none) was read before griddepcontrol.wait into bpre: biases are weights, and the load after the
+// reduction was an L2 round trip between the MMAs and the output.
+// GEMV epilogues on the reduced tile outs[16][NT] (rows x outputs n0..n0+NT-1), run by the NW * 32 compute threads.
+template <int NTILE, int NW, int EPI>
 __device__ __forceinline__ void gemv_epilogue(const GemvParams& p, float* outs, int* flag, int n0, int tile,
-                                              int total, float xpre = 0.f, float apre = 0.f, bool have_pre = false) {
+                                              int total, float xpre = 0.f, float apre = 0.f, bool have_pre = false,
+                                              float bpre = 0.f, bool have_b = false) {
   constexpr int NT = 8 * NTILE;
   const int R = p.R;
   unsigned hh = 0;  // output hash (diagnostics, CF_DIAG_HASH)
@@ -151,7 +171,7 @@ __device__ __forceinline__ void gemv_epilogue(const GemvParams& p, float* outs, 
       const int r = e / NT, c = e % NT, col = n0 + c;
       if (col >= p.N) continue;
       float v = outs[r * NT + c];
-      if (col >= p.bias_from) v += bf(p.bias[col - p.bias_from]);
+      if (col >= p.bias_from) v += have_b ? bpre : bf(p.bias[col - p.bias_from]);
       p.out_f[(size_t)r * p.ld_out + col] = v;
       hash_addf(hh, v, r * p.ld_out + col);
     }
@@ -159,7 +179,7 @@ __device__ __forceinline__ void gemv_epilogue(const GemvParams& p, float* outs, 
   } else if constexpr (EPI == EPI_RESID) {
     for (int e = threadIdx.x; e < R * NT; e += NW * 32) {
       const int r = e / NT, c = e % NT, col = n0 + c;
-      const float y = outs[r * NT + c] + bf(p.bias[col]);
+      const float y = outs[r * NT + c] + (have_b ? bpre : bf(p.bias[col]));
       float x = have_pre ? xpre : __ldcg(p.resid + (size_t)r * D + col);
       x = x + y;
       if (p.add2) x = x + (have_pre ? apre : __ldcg(p.add2 + (size_t)r * D + col));
@@ -537,6 +557,11 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
   if constexpr (PIPE == 1)
     if (t + (int)gridDim.x < total)
       gemv_load_w<K, NTILE, NW, KSPLIT>(wb, p.W, p.N, t + gridDim.x, warp, g, t4, pol, p.blocked, p.wmask);
+  constexpr bool HB = gemv_has_bias_pre<EPI>;
+  const bool have_b = HB && p.R * NT <= NW * 32;
+  float bpre0 = 0.f;  // the first tile's bias element (gemv_bias_pre), with the weights
+  if constexpr (HB)
+    if (have_b) bpre0 = gemv_bias_pre<NT, EPI>(p, (t / KSPLIT) * NT);
   pdl_handoff(tls);
 
   extern __shared__ __align__(16) unsigned char smem[];
@@ -567,6 +592,9 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
     // EPI_RESID: this thread's residual element requested now, consumed in the epilogue (session 6).
     float xpre = 0.f, apre = 0.f;
     bool have_pre = false;
+    float bpre = 0.f;  // later tiles' bias elements: requested here, before the MMAs
+    if constexpr (HB)
+      if (have_b) bpre = tile_id == (int)blockIdx.x ? bpre0 : gemv_bias_pre<NT, EPI>(p, n0);
     if constexpr (EPI == EPI_RESID) {
       have_pre = R * NT <= NW * 32;
       if (have_pre && (int)threadIdx.x < R * NT) {
@@ -617,7 +645,7 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
       __syncthreads();
     }
 
-    gemv_epilogue<NTILE, NW, EPI>(p, outs, flag, n0, tile, total, xpre, apre, have_pre);
+    gemv_epilogue<NTILE, NW, EPI>(p, outs, flag, n0, tile, total, xpre, apre, have_pre, bpre, have_b);
   };
 
   // Two register sets, alternating: the next tile's weights are in flight while this one is reduced.
@@ -721,6 +749,17 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
   for (int j = 0; j < NR; ++j)
     if ((int)blockIdx.x + j * G < total)
       gemv_load_w<K, NTILE, NW, KSPLIT>(w[j], p.W, p.N, blockIdx.x + j * G, warp, g, t4, pol, p.blocked, p.wmask);
+  // the items' bias elements (gemv_bias_pre), with the weights. Not in the 3-8 row qkv (three register items, NSM 0):
+  // there it took 122 -> 125 registers and measured batch 4 +0.2% / +0.5% against the o-proj's alone (session 25)
+  constexpr bool HB = gemv_has_bias_pre<EPI> && (EPI != EPI_QKV || NSM > 0);
+  const bool have_b = HB && p.R * NT <= NW * 32;
+  float bpre[MAXT];
+#pragma unroll
+  for (int j = 0; j < MAXT; ++j) {
+    bpre[j] = 0.f;
+    if constexpr (HB)
+      if (have_b && (int)blockIdx.x + j * G < total) bpre[j] = gemv_bias_pre<NT, EPI>(p, ((blockIdx.x + j * G) / KSPLIT) * NT);
+  }
   pdl_handoff(tls);
   gemv_phase(p, 1);
 
@@ -731,6 +770,7 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
   // the input rows staged in shared memory where they take more than one round (3-8 rows, qkv: session 18, batch 4
   // -1.2% / -0.5%); not in the NSM kernels (one prompt: +9 registers and +0.8% / +1.6% TPOT when staged there)
   const size_t off = gemv_stage_input<K, NW, LN, (NSM > 0 ? 1 : 2), NSM == 0>(p, smem, R, kbase, kbase + KS);
+  gemv_phase(p, 2);
   const bool act_s = LN || p.act_smem;
   float* red = reinterpret_cast<float*>(smem + off);
   float* outs = red + NW * NTILE * 128;  // [MAXT][16][NT]
@@ -793,7 +833,7 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
     }
   }
 
-  gemv_phase(p, 2);
+  gemv_phase(p, 3);
   if constexpr (KSPLIT > 1) {
     for (int e = threadIdx.x; e < nmine * R * NT; e += NW * 32) {
       const int j = e / (R * NT), q = e % (R * NT), tile = (blockIdx.x + j * G) / KSPLIT;
@@ -834,9 +874,9 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
     if (KSPLIT > 1 && !flag[j]) continue;
     const int tile = (blockIdx.x + j * G) / KSPLIT;
     gemv_epilogue<NTILE, NW, EPI>(p, outs + j * 16 * NT, flag + MAXT, tile * NT, tile, total, xpre[j], apre[j],
-                                     have_pre);
+                                     have_pre, bpre[j], have_b);
   }
-  gemv_phase(p, 3);
+  gemv_phase(p, 4);
   gemv_phase(p, GEMV_PH_SM);
 }
 
