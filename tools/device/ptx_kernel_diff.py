@@ -8,8 +8,11 @@
 import re, sys, difflib
 def funcs(path):
     s = open(path).read(); out = {}
-    for m in re.finditer(r'\.visible \.entry (\S+)\(', s):
-        end = s.index('\n}\n', m.start()) + 3; out[m.group(1)] = s[m.start():end]
+    # a kernel runs to the next entry (a '}' line can also close an inline-asm block inside the body: session 25
+    # found that cutting there compared only each kernel's first part)
+    ms = list(re.finditer(r'\.visible \.entry (\S+)\(', s))
+    for i, m in enumerate(ms):
+        out[m.group(1)] = s[m.start():ms[i + 1].start() if i + 1 < len(ms) else len(s)]
     return out
 def norm(name, body):
     body = body.replace(name, 'FN')

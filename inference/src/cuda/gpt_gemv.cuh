@@ -139,6 +139,10 @@ __device__ __forceinline__ void lm_head_tail(const GemvParams& p, int* flag, int
 
 // The bias element gemv_epilogue's thread e = threadIdx.x adds to column n0 + e % NT (have_b): EPI_QKV and EPI_RESID
 // kernels whose R * NT outputs are one per thread request it before griddepcontrol.wait (session 25).
+// CF_QKV_ONEPASS (measurement builds): 0 = the one-prompt qkv's items one after the other (sessions 11-24)
+#ifndef CF_QKV_ONEPASS
+#define CF_QKV_ONEPASS 1
+#endif
 // CF_BIAS_PRE (measurement builds): bit 0 the qkv, bit 1 the residual GEMVs (o-proj, down-proj); default both.
 #ifndef CF_BIAS_PRE
 #define CF_BIAS_PRE 3
@@ -375,6 +379,40 @@ __device__ __forceinline__ void gemv_reduce(float (&acc)[NTILE][4], const float 
     for (int ww = 0; ww < NW; ++ww) s += red[((ww * NTILE + tt) * 4 + i) * 32 + l];
     const int row = (l >> 2) + ((i & 2) ? 8 : 0), col = tt * 8 + (l & 3) * 2 + (i & 1);
     outs[row * NT + col] = s;
+  }
+  __syncthreads();
+}
+
+// gemv_reduce for n <= MAXT items at once (R <= 8 rows; session 25): every item's partials written, one barrier,
+// the sums of all items, one barrier, where gemv_reduce per item pays two barriers each. Same sums in the same
+// order per output. red: MAXT * NW * NTILE * 128 floats; warp w writes item j's partials at chunk (j NW + w) * 512 B.
+template <int NTILE, int NW, int MAXT>
+__device__ __forceinline__ void gemv_reduce_items(float (&acc)[MAXT][NTILE][4], bool split, int n, float* red,
+                                                  float* outs) {
+  constexpr int NT = 8 * NTILE;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+#pragma unroll
+  for (int j = 0; j < MAXT; ++j) {
+    if (j >= n) break;
+#pragma unroll
+    for (int tt = 0; tt < NTILE; ++tt) {
+      if (split) {
+        acc[j][tt][0] += acc[j][tt][2];
+        acc[j][tt][1] += acc[j][tt][3];
+        acc[j][tt][2] = acc[j][tt][3] = 0.f;
+      }
+#pragma unroll
+      for (int i = 0; i < 4; ++i) red[(((j * NW + warp) * NTILE + tt) * 4 + i) * 32 + lane] = acc[j][tt][i];
+    }
+  }
+  __syncthreads();
+  for (int e = threadIdx.x; e < n * NTILE * 128; e += NW * 32) {
+    const int j = e / (NTILE * 128), tt = (e >> 7) % NTILE, i = (e >> 5) & 3, l = e & 31;
+    float s = 0.f;
+#pragma unroll
+    for (int ww = 0; ww < NW; ++ww) s += red[(((j * NW + ww) * NTILE + tt) * 4 + i) * 32 + l];
+    const int row = (l >> 2) + ((i & 2) ? 8 : 0), col = tt * 8 + (l & 3) * 2 + (i & 1);
+    outs[j * 16 * NT + row * NT + col] = s;
   }
   __syncthreads();
 }
@@ -794,7 +832,28 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
   const float acc2[NTILE][4] = {};  // unused at R <= 8 (lo parts ride in rows 8..15)
   const bool split = p.split != 0;
   int nmine = 0;
-  if constexpr (NSM > 0) {
+  if constexpr (NSM > 0 && NTILE == 1 && CF_QKV_ONEPASS) {
+    // the one-prompt qkv (session 25): all items' MMAs in one pass over the input (one activation fragment per chunk
+    // for all items, independent accumulator chains), then gemv_reduce_items. Its partials go into the shared-memory
+    // item's space: warp w's partials of item j land on chunk j NW + w, which only warp w read (its chunks are
+    // c NW + w) and whose values it has consumed, so no barrier is needed before the writes. Same sums per item.
+    static_assert(NSM == 1 && MAXT * NW * NTILE * 128 * 4 <= NSM * CPW * NTILE * NTHR * 16 && CPW >= MAXT,
+                  "partials fit in the shared-memory item");
+    float acc[MAXT][NTILE][4] = {};
+    const bool has_sm = (int)blockIdx.x + NR * G < total;  // block-uniform
+    if (has_sm) mbar_wait(wbar, 0);
+#pragma unroll
+    for (int c = 0; c < CPW; ++c) {
+      uint4 a0, a1;
+      gemv_act8<K>(p, act, act_s, R, g, kbase + (c * NW + warp) * 32 + t4 * 8, split, a0, a1);
+#pragma unroll
+      for (int j = 0; j < NR; ++j) mma_chunk(acc[j][0], a0, a1, w[j][c][0]);
+      if (has_sm) mma_chunk(acc[NR][0], a0, a1, ws[((size_t)c * NW + warp) * 32 + lane]);
+    }
+    for (int j = 0; j < MAXT; ++j)
+      if ((int)blockIdx.x + j * G < total) nmine = j + 1;
+    gemv_reduce_items<NTILE, NW, MAXT>(acc, split, nmine, reinterpret_cast<float*>(ws), outs);
+  } else if constexpr (NSM > 0) {
     // items one after the other (see above); the shared-memory items wait for their own copies only
 #pragma unroll
     for (int j = 0; j < MAXT; ++j) {
