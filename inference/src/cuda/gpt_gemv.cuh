@@ -137,8 +137,6 @@ __device__ __forceinline__ void lm_head_tail(const GemvParams& p, int* flag, int
   }
 }
 
-// The bias element gemv_epilogue's thread e = threadIdx.x adds to column n0 + e % NT (have_b): EPI_QKV and EPI_RESID
-// kernels whose R * NT outputs are one per thread request it before griddepcontrol.wait (session 25).
 // CF_QKV_ONEPASS (measurement builds): 0 = the one-prompt qkv's items one after the other (sessions 11-24)
 #ifndef CF_QKV_ONEPASS
 #define CF_QKV_ONEPASS 1
@@ -149,6 +147,8 @@ __device__ __forceinline__ void lm_head_tail(const GemvParams& p, int* flag, int
 #endif
 template <int EPI>
 constexpr bool gemv_has_bias_pre = (EPI == EPI_QKV && (CF_BIAS_PRE & 1)) || (EPI == EPI_RESID && (CF_BIAS_PRE & 2));
+// The bias element gemv_epilogue's thread e = threadIdx.x adds to column n0 + e % NT (have_b): EPI_QKV and EPI_RESID
+// kernels whose R * NT outputs are one per thread request it before griddepcontrol.wait (session 25).
 template <int NT, int EPI>
 __device__ __forceinline__ float gemv_bias_pre(const GemvParams& p, int n0) {
   const int col = n0 + (int)threadIdx.x % NT;
@@ -796,7 +796,8 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
   for (int j = 0; j < MAXT; ++j) {
     bpre[j] = 0.f;
     if constexpr (HB)
-      if (have_b && (int)blockIdx.x + j * G < total) bpre[j] = gemv_bias_pre<NT, EPI>(p, ((blockIdx.x + j * G) / KSPLIT) * NT);
+      if (have_b && (int)blockIdx.x + j * G < total)
+        bpre[j] = gemv_bias_pre<NT, EPI>(p, ((blockIdx.x + j * G) / KSPLIT) * NT);
   }
   pdl_handoff(tls);
   gemv_phase(p, 1);
