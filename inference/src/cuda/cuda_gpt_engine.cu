@@ -294,6 +294,10 @@ struct CudaGptEngine::Impl {
   // with three register items; 264 before) measured batch 4 -1.3% (v0.5) / -0.3% (v0.1); at one prompt 192 blocks
   // were +0.3% / +0.9%, so it keeps two blocks per SM there.
   int qkv_blocks = 0, qkv_blocks_wide = 1;
+  // Session 26: the attention's combine spread over several blocks (attn_combine_spread) at <= attn_spread_rows rows
+  // (measurement knob CUBEFORGE_GPT_ATTN_SPREAD_ROWS, 0 = never). Measured: one prompt -0.7% / -1.4% (v0.1 / v0.5);
+  // 4 rows +0.8% / -0.8% (one run each: not taken); 8 rows +0.8% / +2.4%.
+  int attn_spread_rows = 2;
   // The instantiation for r rows: M16 above 8 rows, WIDE above 2 (unless switched off), the one-prompt kernel else.
   using MlpKernel = void (*)(MlpParams);
   static constexpr MlpKernel kMlpKernels[3] = {mlp_kernel<false, false>, mlp_kernel<false, true>,
@@ -742,7 +746,9 @@ struct CudaGptEngine::Impl {
       a.tstride = atstride;
       a.early_trig = early_trig & 1;
       diag_slots(a, single_now ? "s.attn" : "attn");
-      if (!diag_no_attn) launch(attn_decode_kernel, dim3(maxs, H, R), dim3(128), 0, stream, pdl, a);
+      if (!diag_no_attn)
+        launch(R <= attn_spread_rows ? attn_decode_kernel<true> : attn_decode_kernel<false>, dim3(maxs, H, R),
+               dim3(128), 0, stream, pdl, a);
       GemvParams o = base_params();
       o.W = w.x_o;
       o.N = D;
@@ -1147,6 +1153,7 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
   if (const char* ob = std::getenv("CUBEFORGE_GPT_OPROJ_BLOCKS")) m.oproj_blocks = std::max(0, std::atoi(ob));
   if (const char* qb = std::getenv("CUBEFORGE_GPT_QKV_BLOCKS")) m.qkv_blocks = std::max(0, std::atoi(qb));
   if (const char* qb = std::getenv("CUBEFORGE_GPT_QKV_BLOCKS_WIDE")) m.qkv_blocks_wide = std::max(0, std::atoi(qb));
+  if (const char* sr = std::getenv("CUBEFORGE_GPT_ATTN_SPREAD_ROWS")) m.attn_spread_rows = std::atoi(sr);
   if (opts.verbose)
     std::fprintf(stderr, "cubeforge cuda: decode GEMVs: one-round qkv (and gate-up / down-proj where the MLP is not "
                          "fused) at <= 8 rows, persistent otherwise; %s weights, activations %s; L2 %d MB%s%s\n",

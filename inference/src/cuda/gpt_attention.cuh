@@ -1,5 +1,5 @@
 // Decode attention (flash-decoding over the valid prefix): q/k RMSNorm + RoPE, the KV write of the current position,
-// split softmax per 32-key block and split 0's combine (tagged partials) into the hi/lo output rows.
+// split softmax per 32-key block and the first splits' combine (tagged partials) into the hi/lo output rows.
 #pragma once
 #include "gpt_device.cuh"
 
@@ -28,7 +28,12 @@ struct AttnParams {
   HashLog hl;              // diagnostics only (CF_DIAG_HASH): output hashes
 };
 constexpr int ATT_MAXSPLIT = 128;  // splits per (row, head) the combine's shared arrays hold (host-checked)
-constexpr int ATT_TCH = 8;  // the combine's split o values polled per round (12 spill at 64 registers)
+// o words a combining thread polls per round: attn_combine_one (8) / attn_combine_spread (4: 6 and 8 spill at the 64
+// registers there; 16 blocks x 4 cover 64 splits in one round)
+#ifndef CF_ATT_TCH_SPREAD
+#define CF_ATT_TCH_SPREAD 4
+#endif
+constexpr int ATT_TCH = 8, ATT_TCH_SPREAD = CF_ATT_TCH_SPREAD;
 constexpr unsigned long long ATT_SPIN = 1ull << 24;  // polling rounds of the tagged combine before it traps
 
 __device__ inline float block128_sum(float v, float* red4) {
@@ -112,11 +117,126 @@ __device__ __forceinline__ void attn_load_kv(const AttnParams& p, const AttnStep
   }
 }
 
+// One dimension of the attention output (hi / lo rows) and its hash (diagnostics).
+__device__ __forceinline__ void attn_out(const AttnParams& p, int r, int h, int d, float v, int pos) {
+  split_store(p.out, p.out_lo, (size_t)r * D + h * HD + d, v);
+  unsigned hh = 0;
+  hash_addf(hh, v, (1u << 24) + r * D + h * HD + d);
+  hash_flush(p.hl, hh, pos);
+}
+
+// The combine in split 0's block (tp: the (r, h) partials): thread s polls split s's (m, l), every thread its
+// dimension of the first ATT_TCH splits' o, in one loop; then the next ATT_TCH at a time (8: 16 of these 64-bit
+// words in flight spill at the 64 registers)
+__device__ __forceinline__ void attn_combine_one(const AttnParams& p, const AttnStep& st, int r, int h,
+                                                 const unsigned long long* tp, unsigned ep) {
+  const int tid = threadIdx.x, nsplit = st.nsplit;
+  __shared__ float cm[ATT_MAXSPLIT], cl[ATT_MAXSPLIT];
+  constexpr int TC = ATT_TCH;
+  float ml[2], ov[TC];
+  const auto upto = [](int n) { return n >= TC ? (1u << TC) - 1u : (1u << n) - 1u; };
+  unsigned pm = tid < nsplit ? 3u : 0u, po = upto(nsplit);
+  for (unsigned long long n = 0; pm | po; ++n) {
+    if (n > ATT_SPIN) __trap();
+    const unsigned wm = pm, wo = po;
+    const unsigned gm = tag_try<2>(tp + (size_t)tid * (HD + 2) + HD, 1, wm, ep, ml);
+    const unsigned go = tag_try<TC>(tp + tid, HD + 2, wo, ep, ov);
+    pm = wm & ~gm;
+    po = wo & ~go;
+  }
+  if (tid < nsplit) {
+    cm[tid] = ml[0];
+    cl[tid] = ml[1];
+  }
+  __syncthreads();
+  float M = -INFINITY;
+  for (int s = 0; s < nsplit; ++s) M = fmaxf(M, cm[s]);
+  float Ls = 0.f, O = 0.f;
+  for (int s0 = 0; s0 < nsplit; s0 += TC) {
+    if (s0 > 0) tag_wait<TC>(tp + (size_t)s0 * (HD + 2) + tid, HD + 2, upto(nsplit - s0), ep, ov, ATT_SPIN);
+#pragma unroll
+    for (int i = 0; i < TC; ++i)
+      if (s0 + i < nsplit) {
+        const float f = __expf(cm[s0 + i] - M);
+        Ls = __fmaf_rn(cl[s0 + i], f, Ls);
+        O = __fmaf_rn(ov[i], f, O);
+      }
+  }
+  attn_out(p, r, h, tid, O / Ls, st.pos);
+  if (tid == 0) p.ep[r * H + h] = ep;
+}
+
+// The combine spread over the first nc splits' blocks (session 26; one prompt, where the grid is resident at once:
+// with more rows the splits run in several waves and the extra combining blocks hold slots the later splits need,
+// batch 4 +0.6% / +1.8% measured with the spread at every row count). nc = 1, 2, 4, 8 or 16, the fewest for which
+// a thread polls at most ATT_TCH_SPREAD o words per round; block c produces dimensions c DW .. c DW + DW - 1
+// (DW = HD / nc). Its thread t polls dimension c DW + t % DW of splits k, k + nc, k + 2 nc, ... (k = t / DW) into
+// shared memory, every thread polls split t's (m, l), and the DW threads of k = 0 then sum in split order: the same
+// arithmetic and bits as attn_combine_one, whose one block polls every split's 128 dimensions, 8 splits per L2
+// round trip (5 rounds at v0.5's longest prefix, 1 here up to 64 splits).
+__device__ __forceinline__ void attn_combine_spread(const AttnParams& p, const AttnStep& st, int r, int h, int split,
+                                                    const unsigned long long* tp, unsigned ep) {
+  constexpr int TC = ATT_TCH_SPREAD;
+  const int tid = threadIdx.x, nsplit = st.nsplit;
+  const int nc = nsplit <= TC ? 1 : nsplit <= 2 * TC ? 2 : nsplit <= 4 * TC ? 4 : nsplit <= 8 * TC ? 8 : 16;
+  if (split >= nc) return;
+  const int DW = HD / nc, dl = tid % DW, k = tid / DW, d = split * DW + dl;
+  __shared__ float cm[ATT_MAXSPLIT], cl[ATT_MAXSPLIT];
+  __shared__ float ovs[TC * HD];  // a round's o values: [split - s0][dimension - split * DW]
+  float ml[2];
+  const auto upto = [](int n) { return n <= 0 ? 0u : n >= TC ? (1u << TC) - 1u : (1u << n) - 1u; };
+  unsigned pm = tid < nsplit ? 3u : 0u;
+  float M = -INFINITY, Ls = 0.f, O = 0.f;
+  for (int s0 = 0; s0 < nsplit; s0 += nc * TC) {
+    // this thread's splits of the round: s0 + k + nc i for i < TC, those below nsplit
+    const unsigned long long* src = tp + (size_t)(s0 + k) * (HD + 2) + d;
+    unsigned po = upto((nsplit - s0 - k + nc - 1) / nc);
+    for (unsigned long long n = 0; pm | po; ++n) {
+      if (n > ATT_SPIN) __trap();
+      const unsigned wm = pm, wo = po;
+      const unsigned gm = tag_try<2>(tp + (size_t)tid * (HD + 2) + HD, 1, wm, ep, ml);
+      // tag_try's round with the values going straight to shared memory (no registers held for them)
+      unsigned long long w[TC];
+#pragma unroll
+      for (int i = 0; i < TC; ++i)
+        if (wo >> i & 1u) w[i] = ld_relaxed_u64(src + (size_t)i * nc * (HD + 2));
+      unsigned go = 0;
+#pragma unroll
+      for (int i = 0; i < TC; ++i)
+        if ((wo >> i & 1u) && (unsigned)(w[i] >> 32) == ep) {
+          ovs[(k + nc * i) * DW + dl] = __uint_as_float((unsigned)w[i]);
+          go |= 1u << i;
+        }
+      pm = wm & ~gm;
+      po = wo & ~go;
+    }
+    if (s0 == 0 && tid < nsplit) {
+      cm[tid] = ml[0];
+      cl[tid] = ml[1];
+    }
+    __syncthreads();
+    if (tid < DW) {
+      if (s0 == 0)
+        for (int s = 0; s < nsplit; ++s) M = fmaxf(M, cm[s]);
+      const int s1 = min(nsplit, s0 + nc * TC);
+      for (int s = s0; s < s1; ++s) {
+        const float f = __expf(cm[s] - M);
+        Ls = __fmaf_rn(cl[s], f, Ls);
+        O = __fmaf_rn(ovs[(s - s0) * DW + dl], f, O);
+      }
+    }
+    if (s0 + nc * TC < nsplit) __syncthreads();  // the next round overwrites ovs
+  }
+  if (tid < DW) attn_out(p, r, h, d, O / Ls, st.pos);
+  if (split == 0 && tid == 0) p.ep[r * H + h] = ep;
+}
+
 // One split (32 keys) of (row r, head h), its keys and values already in registers: q (and, in the split holding the
 // current slot, k and v) normalised and rotated, the KV write of the current slot, the split's softmax partial, and
-// in split 0 the combine into the hi/lo output row. The arithmetic is written out with _rn
+// in the first splits the combine into the hi/lo output row. The arithmetic is written out with _rn
 // intrinsics (no compiler contraction), so every kernel that runs it gives the same bits.
-// ep: this launch's epoch for (r, h) (attn_decode_kernel).
+// ep: this launch's epoch for (r, h) (attn_decode_kernel). SPREAD: attn_combine_spread, else attn_combine_one.
+template <bool SPREAD>
 __device__ __forceinline__ void attn_split(const AttnParams& p, const AttnStep& st, int r, int h, int split,
                                            const KvRegs& kv, unsigned ep) {
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
@@ -206,59 +326,18 @@ __device__ __forceinline__ void attn_split(const AttnParams& p, const AttnStep& 
   const float od = ow[0][tid] + ow[1][tid] + ow[2][tid] + ow[3][tid];
   const float lsum = wl[0] + wl[1] + wl[2] + wl[3];
   if (nsplit == 1) {
-    split_store(p.out, p.out_lo, (size_t)r * D + h * HD + tid, od / lsum);
-    unsigned hh = 0;  // output hash (diagnostics)
-    hash_addf(hh, od / lsum, (1u << 24) + r * D + h * HD + tid);
-    hash_flush(p.hl, hh, st.pos);
+    attn_out(p, r, h, tid, od / lsum, st.pos);
     return;
   }
-  // the split's partial (o, m, l) as words tagged with this launch's epoch; split 0 combines them as they land, in
-  // split order (max, then the rescaled sums; session 7's order), with no fence, arrival count or reset (session 21)
-  __shared__ float cm[ATT_MAXSPLIT], cl[ATT_MAXSPLIT];
+  // the split's partial (o, m, l) as words tagged with this launch's epoch; the combining blocks take them as they
+  // land, in split order (max, then the rescaled sums; session 7's order), with no fence, arrival count or reset
+  // (session 21)
   unsigned long long* tp = p.tpart + (size_t)(r * H + h) * p.tstride * (HD + 2);
   unsigned long long* mine = tp + (size_t)split * (HD + 2);
   st_relaxed_u64(mine + tid, tag_pack(od, ep));
   if (tid == 0) st_relaxed_v2_u64(mine + HD, tag_pack(m, ep), tag_pack(lsum, ep));
-  if (split != 0) return;
-  // split 0: thread s polls split s's (m, l), every thread its dimension of the first ATT_TCH splits' o, in one
-  // loop; then the next ATT_TCH at a time (8: 16 of these 64-bit words in flight spill at the 64 registers)
-  constexpr int TC = ATT_TCH;
-  float ml[2], ov[TC];
-  const auto upto = [](int n) { return n >= TC ? (1u << TC) - 1u : (1u << n) - 1u; };
-  unsigned pm = tid < nsplit ? 3u : 0u, po = upto(nsplit);
-  for (unsigned long long n = 0; pm | po; ++n) {
-    if (n > ATT_SPIN) __trap();
-    const unsigned wm = pm, wo = po;
-    const unsigned gm = tag_try<2>(tp + (size_t)tid * (HD + 2) + HD, 1, wm, ep, ml);
-    const unsigned go = tag_try<TC>(tp + tid, HD + 2, wo, ep, ov);
-    pm = wm & ~gm;
-    po = wo & ~go;
-  }
-  if (tid < nsplit) {
-    cm[tid] = ml[0];
-    cl[tid] = ml[1];
-  }
-  __syncthreads();
-  float M = -INFINITY;
-  for (int s = 0; s < nsplit; ++s) M = fmaxf(M, cm[s]);
-  float Ls = 0.f, O = 0.f;
-  for (int s0 = 0; s0 < nsplit; s0 += TC) {
-    if (s0 > 0) tag_wait<TC>(tp + (size_t)s0 * (HD + 2) + tid, HD + 2, upto(nsplit - s0), ep, ov, ATT_SPIN);
-#pragma unroll
-    for (int i = 0; i < TC; ++i)
-      if (s0 + i < nsplit) {
-        const float f = __expf(cm[s0 + i] - M);
-        Ls = __fmaf_rn(cl[s0 + i], f, Ls);
-        O = __fmaf_rn(ov[i], f, O);
-      }
-  }
-  split_store(p.out, p.out_lo, (size_t)r * D + h * HD + tid, O / Ls);
-  {
-    unsigned hh = 0;  // output hash (diagnostics)
-    hash_addf(hh, O / Ls, (1u << 24) + r * D + h * HD + tid);
-    hash_flush(p.hl, hh, st.pos);
-  }
-  if (tid == 0) p.ep[r * H + h] = ep;
+  if constexpr (SPREAD) attn_combine_spread(p, st, r, h, split, tp, ep);
+  else if (split == 0) attn_combine_one(p, st, r, h, tp, ep);
 }
 
 // One block per (split, head, row); blocks past the prefix return at once (session 15 sized the grid to the prefix
@@ -266,6 +345,7 @@ __device__ __forceinline__ void attn_split(const AttnParams& p, const AttnStep& 
 // griddepcontrol.wait (earlier steps wrote them).
 // This launch's epoch for (r, h) is one past the last combining launch's (which completed before this one started:
 // every kernel between them waited for its predecessor).
+template <bool SPREAD>
 __global__ void __launch_bounds__(128, 8) attn_decode_kernel(const AttnParams p) {
   const int split = blockIdx.x, h = blockIdx.y, r = blockIdx.z;
   const TlStamp tls(p.tl);
@@ -278,7 +358,7 @@ __global__ void __launch_bounds__(128, 8) attn_decode_kernel(const AttnParams p)
   KvRegs kv;
   attn_load_kv(p, st, r, h, split, kv);
   pdl_handoff(tls);
-  attn_split(p, st, r, h, split, kv, ep);
+  attn_split<SPREAD>(p, st, r, h, split, kv, ep);
 }
 
 }  // namespace cubeforge::cuda::detail
