@@ -54,7 +54,9 @@ const char* kUsage =
     "  --seed N           weight seed (default 1)\n"
     "  --e2e              prompt -> mesh: CUDA GPT decode (random weights of the real shapes, cuda_gpt.h) + shape\n"
     "                     stage in one process, and the GPT's TPOT with live previews on the shape engine's stream\n"
-    "  --e2e-only         only that\n";
+    "  --e2e-only         only that\n"
+    "  --e2e-rows N       batch rows the GPT engine is created for (default 8, as in the editor: 4 variations\n"
+    "                     with guidance); the decode is one prompt either way\n";
 
 using namespace cubeforge;
 using Clock = std::chrono::steady_clock;
@@ -65,6 +67,7 @@ struct Args {
   std::vector<int> rbs{7, 8, 9};
   int reps = 2, coarse_rb = 5;
   bool check = false, check_only = false, no_dense = false, exact_gelu = false, e2e = false, e2e_only = false;
+  int e2e_rows = 8;  // the CUDA token backend's: 4 variations with guidance (cuda_token_backend.cpp)
   float margin = 0.02f;
   size_t chunk = size_t(1) << 17;
   uint64_t seed = 1;
@@ -587,13 +590,13 @@ void run_e2e(const std::string& preset, const Args& args) {
   };
   cuda::EngineOptions geo;
   geo.verbose = false;
-  auto gpt = cuda::CudaGptEngine::create(gcfg, N, s_len, gsrc, 2, geo);
+  auto gpt = cuda::CudaGptEngine::create(gcfg, N, s_len, gsrc, args.e2e_rows, geo);
   cuda::ShapeEngineOptions eo;
   eo.chunk_points = args.chunk;
   eo.verbose = false;
   auto shp = cuda::CudaShapeEngine::create(scfg, random_source(args.seed), eo);
-  std::printf("engines: %s, setup %.1f s, GPT %.2f GiB + shape %.2f GiB on the device\n", gpt->device_name().c_str(),
-              ms_since(t0) / 1e3, gpt->vram_bytes() / 1073741824.0, shp->vram_bytes() / 1073741824.0);
+  std::printf("engines: %s, setup %.1f s, GPT (rows up to %d) %.2f GiB + shape %.2f GiB on the device\n",
+              gpt->device_name().c_str(), ms_since(t0) / 1e3, args.e2e_rows, gpt->vram_bytes() / 1073741824.0, shp->vram_bytes() / 1073741824.0);
   std::vector<float> cond(size_t(2) * s_len * gcfg.n_embd);
   {
     const std::vector<float> c = random_tensor("e2e.cond", {2, int64_t(s_len), int64_t(gcfg.n_embd)}, args.seed);
@@ -628,35 +631,50 @@ void run_e2e(const std::string& preset, const Args& args) {
       shp->tokens_to_mesh(ids, rb, go);
     }
   }
+  // Timed like a creator's prompts, back to back: the decode, then the adaptive shape stage at one rb; --reps runs of
+  // every rb. The dense grids (the reference's result, for comparison; not part of prompt -> mesh) come after all
+  // of them, so their ~0.1-0.4 s of tensor-core work does not precede a timed decode.
   std::printf("%-4s %-10s %9s %9s %9s %9s %9s %9s %9s %9s %9s\n", "run", "rb / grid", "prefill+", "TPOT", "gpt wall",
               "latent", "grid", "mc", "shape", "points", "prompt->");
   std::printf("%-4s %-10s %9s %9s %9s %9s %9s %9s %9s %9s %9s\n", "", "", "step0 ms", "ms", "ms", "ms", "ms", "ms", "ms", "",
               "mesh ms");
-  for (int r = 0; r < 2; ++r) {
-    cuda::GenerateStats st;
-    double gwall = 0;
-    const auto ids = to_ids(decode(g, &st, &gwall));
+  std::map<int, std::vector<double>> e2e_ms;
+  std::vector<int> ids;
+  auto shape_row = [&](int run, int rb, bool dense, const cuda::GenerateStats& st, double gwall) {
+    cuda::GpuGridOptions go;
+    go.adaptive = !dense;
+    if (!dense) {
+      go.analytic = {cuda::AnalyticShape::Sphere, 0.8f, 0};
+      go.scale_margin = true;
+      go.final_dilation = 0;
+      go.margin = args.margin;
+    }
+    go.copy_values = false;
+    cuda::ShapeStageTimes t;
+    const Mesh m = shp->tokens_to_mesh(ids, rb, go, {}, &t);
+    (void)m;
     const double tpot = st.decode_ms / (N - 1);
-    for (int rb : args.rbs)
-      for (int dense = 0; dense < (rb <= 8 ? 2 : 1); ++dense) {
-        cuda::GpuGridOptions go;
-        go.adaptive = !dense;
-        if (!dense) {
-          go.analytic = {cuda::AnalyticShape::Sphere, 0.8f, 0};
-          go.scale_margin = true;
-          go.final_dilation = 0;
-          go.margin = args.margin;
-        }
-        go.copy_values = false;
-        cuda::ShapeStageTimes t;
-        const Mesh m = shp->tokens_to_mesh(ids, rb, go, {}, &t);
-        std::printf("%-4d %d %-8s %9.2f %9.4f %9.1f %9.2f %9.2f %9.2f %9.2f %9zu %9.1f\n", r + 1, rb,
-                    dense ? "dense" : "sphere", st.step0_ms, tpot, gwall, t.latent_ms, t.grid_ms, t.mc_ms, t.total_ms,
-                    t.points, gwall + t.total_ms);
-        std::fflush(stdout);
-        (void)m;
-      }
-  }
+    if (dense)
+      std::printf("%-4s %d %-8s %9s %9s %9s %9.2f %9.2f %9.2f %9.2f %9zu %9s\n", "ref", rb, "dense", "", "", "",
+                  t.latent_ms, t.grid_ms, t.mc_ms, t.total_ms, t.points, "");
+    else
+      std::printf("%-4d %d %-8s %9.2f %9.4f %9.1f %9.2f %9.2f %9.2f %9.2f %9zu %9.1f\n", run, rb, "sphere", st.step0_ms,
+                  tpot, gwall, t.latent_ms, t.grid_ms, t.mc_ms, t.total_ms, t.points, gwall + t.total_ms);
+    std::fflush(stdout);
+    return t.total_ms;
+  };
+  for (int r = 0; r < args.reps; ++r)
+    for (int rb : args.rbs) {
+      cuda::GenerateStats st;
+      double gwall = 0;
+      ids = to_ids(decode(g, &st, &gwall));
+      e2e_ms[rb].push_back(gwall + shape_row(r + 1, rb, false, st, gwall));
+    }
+  for (int rb : args.rbs)
+    if (rb <= 8) shape_row(0, rb, true, {}, 0);
+  std::printf("prompt -> mesh %s, median of %d runs:", preset.c_str(), args.reps);
+  for (const auto& [rb, v] : e2e_ms) std::printf(" rb %d %.1f ms", rb, median(v));
+  std::printf("\n");
   if (out_of_range) std::printf("note: %d generated ids outside [0, %d) folded into range\n", out_of_range, scfg.num_codes);
 
   // Live previews on the shape engine's stream while the GPT decodes: what the pipeline does (Cube3D::generate calls
@@ -731,6 +749,7 @@ int run_cmd(int argc, char** argv) {
     else if (k == "--exact-gelu") a.exact_gelu = true;
     else if (k == "--e2e") a.e2e = true;
     else if (k == "--e2e-only") a.e2e = a.e2e_only = true;
+    else if (k == "--e2e-rows") a.e2e_rows = std::stoi(val());
     else if (k == "--seed") a.seed = std::stoull(val());
     else if (k == "--help" || k == "-h") {
       std::printf("%s", kUsage);
@@ -741,6 +760,7 @@ int run_cmd(int argc, char** argv) {
     }
   }
   if (a.rbs.empty()) throw Error("--rb: empty list");
+  if (a.e2e_rows < 2 || a.e2e_rows > 64) throw Error("--e2e-rows: 2..64 (2 rows per prompt with guidance)");
   std::string why;
   if (!cuda::cuda_available(&why)) {
     std::fprintf(stderr, "bench-shape-gpu: no usable GPU: %s\n", why.c_str());

@@ -305,11 +305,11 @@ __device__ __forceinline__ unsigned long long ld_relaxed_u64(const unsigned long
   return v;
 }
 
-// One polling round over the tagged words base[i * stride] with i in `want` (i < N): those that carry the epoch go to
-// v[i], and their mask is returned. Every load of the round is issued before any is checked.
-template <int N>
-__device__ __forceinline__ unsigned tag_try(const unsigned long long* base, size_t stride, unsigned want, unsigned ep,
-                                            float (&v)[N]) {
+// One polling round over the tagged words base[i * stride] with i in `want` (i < N): sink(i, value) for each that
+// carries the epoch, and their mask is returned. Every load of the round is issued before any is checked.
+template <int N, class Sink>
+__device__ __forceinline__ unsigned tag_try_each(const unsigned long long* base, size_t stride, unsigned want,
+                                                 unsigned ep, Sink&& sink) {
   unsigned long long w[N];
 #pragma unroll
   for (int i = 0; i < N; ++i)
@@ -318,10 +318,21 @@ __device__ __forceinline__ unsigned tag_try(const unsigned long long* base, size
 #pragma unroll
   for (int i = 0; i < N; ++i)
     if ((want >> i & 1u) && (unsigned)(w[i] >> 32) == ep) {
-      v[i] = __uint_as_float((unsigned)w[i]);
+      sink(i, __uint_as_float((unsigned)w[i]));
       got |= 1u << i;
     }
   return got;
+}
+// tag_try_each with the values going to v[i]
+template <int N>
+__device__ __forceinline__ unsigned tag_try(const unsigned long long* base, size_t stride, unsigned want, unsigned ep,
+                                            float (&v)[N]) {
+  return tag_try_each<N>(base, stride, want, ep, [&](int i, float x) { v[i] = x; });
+}
+// The mask of the first n of N bits (n <= 0: none)
+template <int N>
+__device__ __forceinline__ unsigned low_bits(int n) {
+  return n <= 0 ? 0u : n >= N ? (N >= 32 ? ~0u : (1u << N) - 1u) : (1u << n) - 1u;
 }
 // Rounds of tag_try until every word in `want` carries the epoch (a writer that never comes: trap after spin_limit).
 template <int N>
