@@ -37,7 +37,7 @@ has checksmall && run checksmall 30 "$BIN" bench-shape-gpu --check-only --synthe
 has check && run check01 60 "$BIN" bench-shape-gpu --check-only --synthetic v0.1
 has bench01 && run bench01 50 "$BIN" bench-shape-gpu --synthetic v0.1 --rb 7,8,9 --reps 2 $BENCH_FLAGS
 has bench05 && run bench05 50 "$BIN" bench-shape-gpu --synthetic v0.5 --rb 7,8,9 --reps 2 $BENCH_FLAGS
-has e2e && run e2e 110 "$BIN" bench-shape-gpu --e2e-only --synthetic v0.1,v0.5 --rb 7,8,9
+has e2e && run e2e 150 "$BIN" bench-shape-gpu --e2e-only --synthetic v0.1,v0.5 --rb 7,8,9 --reps 3
 # compute-sanitizer (memcheck, then initcheck) over the shape engine's checks on the small random model: latent
 # decode, dense + adaptive occupancy, marching cubes, the preview path
 if has sanitize && command -v compute-sanitizer >/dev/null; then
