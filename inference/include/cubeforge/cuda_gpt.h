@@ -24,6 +24,10 @@ namespace cubeforge::cuda {
 // least as new as the runtime). Otherwise false and *why (if given) says what is missing. Never throws.
 bool cuda_available(std::string* why = nullptr);
 
+// Variations of one prompt the editor's CUDA token backend decodes together (issue 7: 4 variations cost <= 1.3x one);
+// its engine holds 2 rows (conditional + unconditional) per variation. Benchmarks size their engines from it.
+inline constexpr int kGpuVariations = 4;
+
 // fp32 host tensors by the reference tensor names of spec §2.1 (e.g. "transformer.dual_blocks.3.attn.pre_x.c_qk.weight"),
 // with the shape the engine expects ([out, in] for Linear weights). transformer.wte.weight must already hold the
 // rebuilt rows (spec §2.3). Throw (any std::exception) if a tensor is missing or has another shape.

@@ -13,8 +13,6 @@ namespace cubeforge {
 
 namespace {
 
-constexpr int kGpuVariations = 4;  // decoded together (issue 7: 4 variations cost <= 1.3x one)
-
 class CudaTokenBackend : public TokenBackend {
  public:
   CudaTokenBackend(std::unique_ptr<cuda::CudaGptEngine> e, std::string name, int max_rows)
@@ -77,7 +75,7 @@ std::unique_ptr<TokenBackend> make_cuda_token_backend(const Cube3D& model, std::
     // Rows for 4 variations with guidance (their KV caches: ~0.7 GB for v0.1, ~1.4 GB for v0.5); a GPU that cannot
     // hold them still gets single generations.
     std::unique_ptr<cuda::CudaGptEngine> engine;
-    int rows = 2 * kGpuVariations;
+    int rows = 2 * cuda::kGpuVariations;
     try {
       engine = cuda::CudaGptEngine::create(gpt.config(), gpt.num_tokens(), gpt.cond_len(), src, rows, eo);
     } catch (const std::exception&) {
