@@ -134,8 +134,7 @@ __device__ __forceinline__ void attn_combine_one(const AttnParams& p, const Attn
   __shared__ float cm[ATT_MAXSPLIT], cl[ATT_MAXSPLIT];
   constexpr int TC = ATT_TCH;
   float ml[2], ov[TC];
-  const auto upto = [](int n) { return n >= TC ? (1u << TC) - 1u : (1u << n) - 1u; };
-  unsigned pm = tid < nsplit ? 3u : 0u, po = upto(nsplit);
+  unsigned pm = tid < nsplit ? 3u : 0u, po = low_bits<TC>(nsplit);
   for (unsigned long long n = 0; pm | po; ++n) {
     if (n > ATT_SPIN) __trap();
     const unsigned wm = pm, wo = po;
@@ -153,7 +152,7 @@ __device__ __forceinline__ void attn_combine_one(const AttnParams& p, const Attn
   for (int s = 0; s < nsplit; ++s) M = fmaxf(M, cm[s]);
   float Ls = 0.f, O = 0.f;
   for (int s0 = 0; s0 < nsplit; s0 += TC) {
-    if (s0 > 0) tag_wait<TC>(tp + (size_t)s0 * (HD + 2) + tid, HD + 2, upto(nsplit - s0), ep, ov, ATT_SPIN);
+    if (s0 > 0) tag_wait<TC>(tp + (size_t)s0 * (HD + 2) + tid, HD + 2, low_bits<TC>(nsplit - s0), ep, ov, ATT_SPIN);
 #pragma unroll
     for (int i = 0; i < TC; ++i)
       if (s0 + i < nsplit) {
