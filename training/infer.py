@@ -106,74 +106,67 @@ class KVDecoder:
         return gpt.lm_head(M.layer_norm(x, gpt.cfg.eps))[:, -1]
 
 
+def _setup(gpt, clip, vae, tok, prompts, bboxes, guidance, device):
+    """What both generators start from: prompt count, token count, vocabulary, cond rows and the code embeddings."""
+    P = len(prompts)
+    N = vae.cfg.num_encoder_latents
+    K = gpt.cfg.shape_model_vocab_size
+    cond = conditioning(gpt, clip, tok, prompts, bboxes, device)
+    if guidance <= 0:
+        cond = cond[:P]
+    return P, N, K, cond, gpt.transformer.wte.weight[:K]
+
+
+def _pick(logits, i, N, P, guidance, code_emb, margins):
+    """Step i's guided greedy choice (spec: gamma_i = g (N - i) / N): the tokens, their top-2 margin appended to
+    margins, and the next input embedding (repeated for the unconditional rows)."""
+    if guidance > 0:
+        g = guidance * (N - i) / N
+        logits = (1 + g) * logits[:P] - g * logits[P:]
+    top2 = logits.topk(2, dim=-1).values
+    margins.append(top2[:, 0] - top2[:, 1])
+    t = logits.argmax(-1)
+    e = code_emb[t]
+    if guidance > 0:
+        e = torch.cat([e, e], 0)
+    return t, e
+
+
+def _result(out, margins, return_margins):
+    toks = torch.stack(out, 1)
+    return (toks, torch.stack(margins, 1)) if return_margins else toks
+
+
 @torch.no_grad()
 def generate(gpt, clip, vae, tok, prompts, bboxes=None, guidance=3.0, mode="reference", device="cpu",
              return_margins=False):
     """KV-cached greedy generation with guidance (reference semantics). Returns tokens [P, N] (and margins)."""
-    P = len(prompts)
-    N = vae.cfg.num_encoder_latents
-    K = gpt.cfg.shape_model_vocab_size
-    cond = conditioning(gpt, clip, tok, prompts, bboxes, device)
-    if guidance <= 0:
-        cond = cond[:P]
-    code_emb = gpt.transformer.wte.weight[:K]
+    P, N, K, cond, code_emb = _setup(gpt, clip, vae, tok, prompts, bboxes, guidance, device)
     dec = KVDecoder(gpt, cond, mode)
     logits = dec.logits
     out, margins = [], []
     for i in range(N):
-        lg = logits[:, :K].float()
-        if guidance > 0:
-            g = guidance * (N - i) / N
-            lg = (1 + g) * lg[:P] - g * lg[P:]
-        top2 = lg.topk(2, dim=-1).values
-        margins.append(top2[:, 0] - top2[:, 1])
-        t = lg.argmax(-1)
+        t, e = _pick(logits[:, :K].float(), i, N, P, guidance, code_emb, margins)
         out.append(t)
         if i == N - 1:
             break
-        e = code_emb[t]
-        if guidance > 0:
-            e = torch.cat([e, e], 0)
         logits = dec.step(e[:, None, :], i + 1)
-    toks = torch.stack(out, 1)
-    if return_margins:
-        return toks, torch.stack(margins, 1)
-    return toks
+    return _result(out, margins, return_margins)
 
 
-@torch.no_grad()
 @torch.no_grad()
 def generate_full(gpt, clip, vae, tok, prompts, bboxes=None, guidance=3.0, mode="reference", device="cpu",
                   return_margins=False):
     """Same as generate() but recomputes the whole sequence every step (the training forward)."""
-    P = len(prompts)
-    N = vae.cfg.num_encoder_latents
-    K = gpt.cfg.shape_model_vocab_size
-    cond = conditioning(gpt, clip, tok, prompts, bboxes, device)
-    if guidance <= 0:
-        cond = cond[:P]
-    code_emb = gpt.transformer.wte.weight[:K]
+    P, N, K, cond, code_emb = _setup(gpt, clip, vae, tok, prompts, bboxes, guidance, device)
     B = cond.shape[0]
     x = gpt.transformer.wte.weight[gpt.bos_id][None, None, :].expand(B, 1, -1).clone()
     out, margins = [], []
     for i in range(N):
-        logits = gpt(x, cond, single_mode=mode)[:, -1, :K].float()
-        if guidance > 0:
-            g = guidance * (N - i) / N
-            lc, lu = logits[:P], logits[P:]
-            logits = (1 + g) * lc - g * lu
-        top2 = logits.topk(2, dim=-1).values
-        margins.append(top2[:, 0] - top2[:, 1])
-        t = logits.argmax(-1)
+        t, e = _pick(gpt(x, cond, single_mode=mode)[:, -1, :K].float(), i, N, P, guidance, code_emb, margins)
         out.append(t)
-        e = code_emb[t]
-        if guidance > 0:
-            e = torch.cat([e, e], 0)
         x = torch.cat([x, e[:, None, :]], 1)
-    toks = torch.stack(out, 1)
-    if return_margins:
-        return toks, torch.stack(margins, 1)
-    return toks
+    return _result(out, margins, return_margins)
 
 
 def grid_points(res, device, bound=1.05):
