@@ -1,10 +1,9 @@
 // Script actions.
 #include "script.h"
 
+#include "core/scene_io.h"
 #include "ui/editor_ui.h"
 
-#include <fstream>
-#include <sstream>
 #include <thread>
 #include <algorithm>
 #include <cstdio>
@@ -42,19 +41,7 @@ PartKind part_kind(const std::string& s) {
 
 }  // namespace
 
-void ScriptRunner::load(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error("cannot read script " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  json doc;
-  try {
-    doc = json::parse(ss.str());
-  } catch (const std::exception& ex) {
-    throw Error("script " + path + " is not valid JSON: " + ex.what());
-  }
-  load_json(doc);
-}
+void ScriptRunner::load(const std::string& path) { load_json(read_json_file(path, "script")); }
 
 void ScriptRunner::load_json(const json& doc) {
   const json& list = doc.is_object() && doc.contains("actions") ? doc["actions"] : doc;

@@ -181,17 +181,21 @@ SaveStats save_scene(const Scene& scene, const std::string& path, const FaultHoo
   return stats;
 }
 
-Scene load_scene(const std::string& path, LoadReport& report) {
+json read_json_file(const std::string& path, const std::string& what) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot open scene " + path + ": " + std::strerror(errno));
+  if (!in) throw Error("cannot open " + what + " " + path + ": " + std::strerror(errno));
   std::stringstream ss;
   ss << in.rdbuf();
-  json doc;
+  if (in.bad()) throw Error("cannot read " + what + " " + path + ": " + std::strerror(errno));
   try {
-    doc = json::parse(ss.str());
+    return json::parse(ss.str());
   } catch (const std::exception& ex) {
-    throw Error("scene " + path + " is not valid JSON: " + ex.what());
+    throw Error(what + " " + path + " is not valid JSON: " + ex.what());
   }
+}
+
+Scene load_scene(const std::string& path, LoadReport& report) {
+  const json doc = read_json_file(path, "scene");
   if (!doc.is_object() || doc.value("format", "") != kFormat)
     throw Error("scene " + path + ": not a Cubeforge scene (missing \"format\": \"cubeforge.scene\")");
   if (doc.value("version", 0) > kVersion)

@@ -8,6 +8,7 @@
 #include <cubeforge/error.h>
 
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 
 namespace cubeforge::editor {
@@ -19,6 +20,10 @@ using FaultHook = std::function<bool(const std::string& stage, const std::string
 // Writes bytes to path atomically. Throws cubeforge::Error; on failure the old file is untouched and no
 // temporary file is left behind.
 void atomic_write_file(const std::string& path, const std::string& bytes, const FaultHook& hook = {});
+
+// Reads and parses a JSON file. Throws cubeforge::Error naming it as `what` (e.g. "scene", "script") when the file
+// cannot be opened (with the system's reason) or is not valid JSON (with the parser's position).
+nlohmann::json read_json_file(const std::string& path, const std::string& what);
 
 struct SaveStats {
   size_t meshes_written = 0;

@@ -180,6 +180,30 @@ TEST(SceneIo, CorruptSceneIsRejectedAndCurrentDocumentKept) {
   EXPECT_EQ(doc.scene().find(1)->parent, kNoEntity);
 }
 
+TEST(SceneIo, JsonFileErrorsNameTheFileAndTheReason) {
+  cftest::TempDir dir;
+  const std::string missing = dir / "nowhere.cfscene";
+  try {
+    read_json_file(missing, "scene");
+    ADD_FAILURE() << "a missing file was read";
+  } catch (const cubeforge::Error& e) {
+    EXPECT_EQ(std::string(e.what()), "cannot open scene " + missing + ": No such file or directory");
+  }
+  const std::string bad = dir / "bad.json";
+  std::ofstream(bad) << "[1, 2,";
+  try {
+    read_json_file(bad, "script");
+    ADD_FAILURE() << "invalid JSON was parsed";
+  } catch (const cubeforge::Error& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.rfind("script " + bad + " is not valid JSON: ", 0), 0u) << msg;
+    EXPECT_NE(msg.find("line 1"), std::string::npos) << "the parser's position: " << msg;
+  }
+  EXPECT_THROW(read_json_file(dir.path.string(), "scene"), cubeforge::Error);  // a directory, not a file
+  std::ofstream(dir / "ok.json") << R"({"a": [1, 2]})";
+  EXPECT_EQ(read_json_file(dir / "ok.json", "scene")["a"][1], 2);
+}
+
 class ExportRoundTrip : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(ExportRoundTrip, GeometrySurvives) {
