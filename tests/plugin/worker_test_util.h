@@ -7,19 +7,22 @@
 #include <chrono>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <thread>
 
 namespace cubeforge::ai::testing {
 
-// How long the calling thread has been runnable but waiting for a CPU (the kernel's schedstat run delay), in ms; 0
-// where the kernel does not report it. Timing checks subtract it: that wait is other processes' doing (ctest runs
-// suites side by side on CI's two cores), a wait on a lock is not part of it.
-inline double thread_run_delay_ms() {
+// How long the calling thread has been runnable but waiting for a CPU (the kernel's schedstat run delay), in ms, or
+// nothing where the kernel does not report it. Timing checks subtract it: that wait is other processes' doing (ctest
+// runs suites side by side on CI's two cores), a wait on a lock is not part of it.
+inline std::optional<double> read_run_delay_ms() {
   std::ifstream f("/proc/thread-self/schedstat");
   unsigned long long run_ns = 0, delay_ns = 0;
-  if (!(f >> run_ns >> delay_ns)) return 0.0;
+  if (!(f >> run_ns >> delay_ns)) return std::nullopt;
   return double(delay_ns) / 1e6;
 }
+// The same, 0 where it is not reported (a difference of two readings is then 0: nothing is subtracted).
+inline double thread_run_delay_ms() { return read_run_delay_ms().value_or(0.0); }
 
 struct Recorder {
   Worker& w;
