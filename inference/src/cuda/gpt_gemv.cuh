@@ -322,10 +322,13 @@ __device__ __forceinline__ void gemv_ln_prologue(const GemvParams& p, bf16* act,
     s = warp_sum_d(s);
     q = warp_sum_d(q);
     if (lane == 0) {
-      const double mean = s / D;
-      double var = q / D - mean * mean;
+      // session 31: products with 1/D and rsqrt (1 ulp in fp64) instead of fp64 divisions and a square root, the
+      // slowest part of this chain on the qkv's path; the float results are those of the divisions but for ties
+      constexpr double inv_d = 1.0 / D;
+      const double mean = s * inv_d;
+      double var = q * inv_d - mean * mean;
       if (var < 0.0) var = 0.0;
-      st[r] = make_float2((float)mean, (float)(1.0 / sqrt(var + (double)p.eps)));
+      st[r] = make_float2((float)mean, (float)rsqrt(var + (double)p.eps));
     }
   }
   if (xs) {
