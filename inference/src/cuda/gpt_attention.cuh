@@ -179,9 +179,13 @@ __device__ __forceinline__ void attn_combine_spread(const AttnParams& p, const A
                                                     const unsigned long long* tp, unsigned ep) {
   constexpr int TC = ATT_TCH_SPREAD;
   const int tid = threadIdx.x, nsplit = st.nsplit;
-  const int nc = nsplit <= TC ? 1 : nsplit <= 2 * TC ? 2 : nsplit <= 4 * TC ? 4 : nsplit <= 8 * TC ? 8 : 16;
+  // nc = 1 << lg: the thread's indices by shifts and masks (session 31: runtime divisions by DW and nc were
+  // multi-instruction sequences ahead of the first poll)
+  const int lg = nsplit <= TC ? 0 : nsplit <= 2 * TC ? 1 : nsplit <= 4 * TC ? 2 : nsplit <= 8 * TC ? 3 : 4;
+  const int nc = 1 << lg;
   if (split >= nc) return;
-  const int DW = HD / nc, dl = tid % DW, k = tid / DW, d = split * DW + dl;
+  static_assert(HD == 128, "DW = HD >> lg");
+  const int DW = HD >> lg, dl = tid & (DW - 1), k = tid >> (7 - lg), d = split * DW + dl;
   __shared__ float cm[ATT_MAXSPLIT], cl[ATT_MAXSPLIT];
   __shared__ float ovs[TC * HD];  // a round's o values: [split - s0][dimension - split * DW]
   float ml[2];
@@ -190,7 +194,7 @@ __device__ __forceinline__ void attn_combine_spread(const AttnParams& p, const A
   for (int s0 = 0; s0 < nsplit; s0 += nc * TC) {
     // this thread's splits of the round: s0 + k + nc i for i < TC, those below nsplit
     const unsigned long long* src = tp + (size_t)(s0 + k) * (HD + 2) + d;
-    unsigned po = low_bits<TC>((nsplit - s0 - k + nc - 1) / nc);
+    unsigned po = low_bits<TC>((nsplit - s0 - k + nc - 1) >> lg);  // >= 1, so the shift is the division
     for (unsigned long long n = 0; pm | po; ++n) {
       if (n > ATT_SPIN) __trap();
       const unsigned wm = pm, wo = po;

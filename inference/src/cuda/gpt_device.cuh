@@ -105,18 +105,32 @@ __device__ __forceinline__ void ring_release(uint64_t* empty) {
   if ((threadIdx.x & 31) == 0) mbar_arrive(empty);
 }
 
-// A consumer warp's CPS weight fragments of ring stage i (slot i % S of slot_bytes, phase (i / S) & 1; the fused MLP
-// and the ring lm_head): waits for the stage's bulk copies, reads the lane's 16 bytes of each of the warp's chunks at
-// warp_off, then frees the slot (one arrival per consumer warp) once every lane holds them.
+// A ring stage's slot (stage mod S) and the parity of its fill (stage / S, odd or even), advanced one stage at a time
+// (session 31: the runtime divisions by S they replace are multi-instruction sequences on every stage's path).
+struct RingPos {
+  int slot;
+  unsigned phase;
+  __device__ __forceinline__ explicit RingPos(int stage = 0, int S = 1) : slot(stage % S), phase((stage / S) & 1) {}
+  __device__ __forceinline__ void next(int S) {
+    if (++slot == S) {
+      slot = 0;
+      phase ^= 1u;
+    }
+  }
+};
+// A consumer warp's CPS weight fragments of the ring stage at rp (slot rp.slot of slot_bytes; the fused MLP and the
+// ring lm_head): waits for the stage's bulk copies, reads the lane's 16 bytes of each of the warp's chunks at
+// warp_off, frees the slot (one arrival per consumer warp) once every lane holds them, and moves rp to the next stage.
 template <int CPS>
 __device__ __forceinline__ void ring_take(uint64_t* full, uint64_t* empty, const unsigned char* ring, int slot_bytes,
-                                          int S, int i, size_t warp_off, uint4 (&wb)[CPS]) {
-  const int slot = i % S, lane = threadIdx.x & 31;
-  mbar_wait(&full[slot], (i / S) & 1);
-  const uint4* ws = reinterpret_cast<const uint4*>(ring + (size_t)slot * slot_bytes + warp_off);
+                                          RingPos& rp, int S, size_t warp_off, uint4 (&wb)[CPS]) {
+  const int lane = threadIdx.x & 31;
+  mbar_wait(&full[rp.slot], rp.phase);
+  const uint4* ws = reinterpret_cast<const uint4*>(ring + (size_t)rp.slot * slot_bytes + warp_off);
 #pragma unroll
   for (int c = 0; c < CPS; ++c) wb[c] = ws[c * 32 + lane];
-  ring_release(&empty[slot]);
+  ring_release(&empty[rp.slot]);
+  rp.next(S);
 }
 
 // ---- timeline diagnostics (EngineOptions::variant bit 21) ---------------------------------------------------------

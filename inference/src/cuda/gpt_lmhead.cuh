@@ -40,8 +40,7 @@ __global__ void __launch_bounds__(LMR_THREADS, 1) lm_ring_kernel(const LmRingPar
   const bool producer = warp == LMR_CW;
   const uint64_t pol = policy_evict_first();
   // Stage i into its slot: chunks 4 i .. 4 i + 3 of each of the 16 groups (16 copies of 2 KB, lane j copies group j).
-  auto issue = [&](int i) {
-    const int slot = i % S;
+  auto issue = [&](int i, int slot) {  // slot = i % S
     if (lane == 0) mbar_expect_tx(&full[slot], LMR_SLOT);
     __syncwarp();
     if (lane < LMR_CW)
@@ -57,16 +56,17 @@ __global__ void __launch_bounds__(LMR_THREADS, 1) lm_ring_kernel(const LmRingPar
       mbar_fence_init();
     }
     __syncwarp();
-    for (int i = 0; i < q.pre; ++i) issue(i);  // weights only: nothing the predecessor writes
+    for (int i = 0; i < q.pre; ++i) issue(i, i % S);  // weights only: nothing the predecessor writes
   }
   pdl_handoff(tls);
   gemv_ln_prologue<D, LMR_CW + 1, 3>(p, act, st, R);  // 3 items of 8 columns per thread: one round at 8 rows
   __syncthreads();
 
   if (producer) {
-    for (int i = q.pre; i < LMR_NST; ++i) {
-      if (i >= S) mbar_wait(&empty[i % S], ((i / S) - 1) & 1);
-      issue(i);
+    RingPos rp(q.pre, S);
+    for (int i = q.pre; i < LMR_NST; ++i, rp.next(S)) {
+      if (i >= S) mbar_wait(&empty[rp.slot], rp.phase ^ 1u);
+      issue(i, rp.slot);
     }
   } else {
     const bool split = p.split != 0;
@@ -76,13 +76,14 @@ __global__ void __launch_bounds__(LMR_THREADS, 1) lm_ring_kernel(const LmRingPar
 #pragma unroll
       for (int i = 0; i < 4; ++i) acc[w][i] = 0.f;
     // stages in pairs, so the accumulator of chunk kc = 8 i2 + 4 j + c is a compile-time index
+    RingPos rp;
 #pragma unroll 1
     for (int i2 = 0; i2 < LMR_NST / 2; ++i2) {
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
         const int i = 2 * i2 + j;
         uint4 wb[LMR_CPS];
-        ring_take(full, empty, ring, LMR_SLOT, S, i, (size_t)warp * LMR_CPS * 512, wb);
+        ring_take(full, empty, ring, LMR_SLOT, rp, S, (size_t)warp * LMR_CPS * 512, wb);
 #pragma unroll
         for (int c = 0; c < LMR_CPS; ++c) {
           uint4 a0, a1;

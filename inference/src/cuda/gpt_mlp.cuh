@@ -112,9 +112,8 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
   const bf16* dn_src = p.Wdn + mlp_dn_stage(b, 0);  // stage j at + j MLP_DN_BYTES / 2 elements (mlp_dn_stage)
   // Stage i into its slot: a gate/up stage is 4 chunks of each of the 12 groups (12 copies of 2 KB), a down-proj
   // stage 24 output groups x 3 k16 steps (one copy of 18 KB).
-  auto issue = [&](int i) {
+  auto issue = [&](int i, int slot) {  // slot = i % S
     mlp_phase(p, MLP_PH_STAGE + i, MLP_CW * 32);  // the producer's lane 0
-    const int slot = i % S;
     unsigned char* dst = ring + (size_t)slot * MLP_SLOT;
     if (i < MLP_GU_ST) {
       mbar_expect_tx(&full[slot], MLP_SLOT);
@@ -133,7 +132,7 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
       mbar_init(&empty[s], MLP_CW);
     }
     mbar_fence_init();
-    for (int i = 0; i < p.pre; ++i) issue(i);  // weights only: nothing the predecessor writes
+    for (int i = 0; i < p.pre; ++i) issue(i, i % S);  // weights only: nothing the predecessor writes
   }
   // biases of this thread's SwiGLU units (e = tid, tid + 384) and of its output column in the final sum, also
   // requested before the wait (weights)
@@ -184,11 +183,13 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
   mlp_phase(p, 2);
 
   if (producer) {
-    if (lane == 0)
-      for (int i = p.pre; i < MLP_NST; ++i) {
-        if (i >= S) mbar_wait(&empty[i % S], ((i / S) - 1) & 1);
-        issue(i);
+    if (lane == 0) {
+      RingPos rp(p.pre, S);
+      for (int i = p.pre; i < MLP_NST; ++i, rp.next(S)) {
+        if (i >= S) mbar_wait(&empty[rp.slot], rp.phase ^ 1u);
+        issue(i, rp.slot);
       }
+    }
     // TAGS: the arrival rank, taken once every stage is requested (~nst stages before this block's end, so the round
     // trip is off its path); the last p.nred blocks to take one sum the partials
     mlp_phase(p, 6, MLP_CW * 32);
@@ -198,10 +199,11 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
     const bool split = p.g.split != 0;
     // ---- gate/up: this warp's 8 rows (interleaved rows 96 b + 8 warp ..) over the whole K --------------------
     float acc[4] = {0.f, 0.f, 0.f, 0.f}, acc2[4] = {0.f, 0.f, 0.f, 0.f};
+    RingPos rp;  // the ring position of stage i, through both loops
 #pragma unroll 1
     for (int i = 0; i < MLP_GU_ST; ++i) {
       uint4 wb[MLP_GU_CPS];
-      ring_take(full, empty, ring, MLP_SLOT, S, i, (size_t)warp * MLP_GU_CPS * 512, wb);
+      ring_take(full, empty, ring, MLP_SLOT, rp, S, (size_t)warp * MLP_GU_CPS * 512, wb);
       mlp_phase(p, MLP_PH_STAGE + MLP_NST + i);
 #ifdef CF_DIAG_HASH
 #pragma unroll
@@ -275,8 +277,8 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
     }
 #pragma unroll 1
     for (int i = MLP_GU_ST; i < MLP_NST; ++i) {
-      const int slot = i % S;
-      mbar_wait(&full[slot], (i / S) & 1);
+      const int slot = rp.slot;
+      mbar_wait(&full[slot], rp.phase);
       mlp_phase(p, MLP_PH_STAGE + MLP_NST + i);
       const uint2* ws = reinterpret_cast<const uint2*>(ring + (size_t)slot * MLP_SLOT);
       uint2 wb[2][MLP_KS];
@@ -291,6 +293,7 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
         for (int t = 0; t < MLP_KS; ++t) h7 ^= (wb[q][t].x ^ wb[q][t].y) * (2u * ((i * 2 + q) * MLP_KS + t) + 1u);
 #endif
       ring_release(&empty[slot]);
+      rp.next(S);
 #pragma unroll
       for (int q = 0; q < 2; ++q) {
         float a[4] = {0.f, 0.f, 0.f, 0.f}, a2[4] = {0.f, 0.f, 0.f, 0.f};
