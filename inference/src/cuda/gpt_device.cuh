@@ -133,6 +133,17 @@ __device__ __forceinline__ void ring_take(uint64_t* full, uint64_t* empty, const
   rp.next(S);
 }
 
+// The producer's side of a ring: stages i0 .. n - 1 requested in order through issue(i, slot), each once its slot is
+// free (stage i >= S waits for the consumers' release of stage i - S).
+template <typename Issue>
+__device__ __forceinline__ void ring_fill(uint64_t* empty, int S, int i0, int n, Issue&& issue) {
+  RingPos rp(i0, S);
+  for (int i = i0; i < n; ++i, rp.next(S)) {
+    if (i >= S) mbar_wait(&empty[rp.slot], rp.phase ^ 1u);
+    issue(i, rp.slot);
+  }
+}
+
 // ---- timeline diagnostics (EngineOptions::variant bit 21) ---------------------------------------------------------
 // Per kernel three %globaltimer stamps (ns), all kept by atomicMin: the earliest block start, the earliest return
 // from griddepcontrol.wait (= when the predecessor's results became visible) and the latest block end (stored as ~t).

@@ -63,11 +63,7 @@ __global__ void __launch_bounds__(LMR_THREADS, 1) lm_ring_kernel(const LmRingPar
   __syncthreads();
 
   if (producer) {
-    RingPos rp(q.pre, S);
-    for (int i = q.pre; i < LMR_NST; ++i, rp.next(S)) {
-      if (i >= S) mbar_wait(&empty[rp.slot], rp.phase ^ 1u);
-      issue(i, rp.slot);
-    }
+    ring_fill(empty, S, q.pre, LMR_NST, issue);
   } else {
     const bool split = p.split != 0;
     float acc[LMR_REF_NW][4];

@@ -183,13 +183,7 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
   mlp_phase(p, 2);
 
   if (producer) {
-    if (lane == 0) {
-      RingPos rp(p.pre, S);
-      for (int i = p.pre; i < MLP_NST; ++i, rp.next(S)) {
-        if (i >= S) mbar_wait(&empty[rp.slot], rp.phase ^ 1u);
-        issue(i, rp.slot);
-      }
-    }
+    if (lane == 0) ring_fill(empty, S, p.pre, MLP_NST, issue);
     // TAGS: the arrival rank, taken once every stage is requested (~nst stages before this block's end, so the round
     // trip is off its path); the last p.nred blocks to take one sum the partials
     mlp_phase(p, 6, MLP_CW * 32);
