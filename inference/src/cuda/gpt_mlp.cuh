@@ -7,6 +7,7 @@
 // the whole K, so there is no cross-warp reduction). docs/cuda-gpt.md ("Session 13") has the measurements.
 #pragma once
 #include "gpt_gemv.cuh"
+#include "fast_div.h"
 #include "gpt_mlp_layout.h"
 
 namespace cubeforge::cuda::detail {
@@ -150,12 +151,13 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
   // only then, so the down-proj bias (3 KB) goes into L2 now; with WIDE every block sums output groups b and b + 128,
   // whose biases it loads now (weights: before the wait).
   const int RO = R * 8;
+  const FastDiv by_r(R), by_ro(RO);  // the reducers' indices (session 31: runtime divisions on the tail's path)
   float bias = 0.f;
   if constexpr (TAGS) {
     if (producer && lane < D * 2 / 128) prefetch_l2(p.bdn + lane * 64);
   } else {
     const int ng = (b + MLP_NB < D / 8) ? 2 : 1;
-    if (tid < ng * RO) bias = bf(p.bdn[(b + (tid / RO) * MLP_NB) * 8 + tid % 8]);
+    if (tid < ng * RO) bias = bf(p.bdn[(b + by_ro.div(tid) * MLP_NB) * 8 + tid % 8]);
   }
   pdl_handoff(tls);
   mlp_phase(p, 1);
@@ -374,7 +376,7 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
   // same order for every row count), + bias + residual (+ add2), then the groups' LN stats ----------------------
   float xr = 0.f, a2r = 0.f;
   if (tid < ng * RO) {
-    const int col = (j + (tid / RO) * nred) * 8 + tid % 8, r = (tid % RO) / 8;
+    const int col = (j + by_ro.div(tid) * nred) * 8 + tid % 8, r = by_ro.mod(tid) / 8;
     xr = __ldcg(p.g.resid + (size_t)r * D + col);
     if (p.g.add2) a2r = __ldcg(p.g.add2 + (size_t)r * D + col);
     if constexpr (TAGS) bias = bf(p.bdn[col]);
@@ -389,7 +391,7 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
     for (int k = 0; k < MLP_RK; ++k) {
       const int e = e0 + k * MLP_THREADS;
       if (e >= nit) break;
-      const int gi = e / (MLP_SUBSETS * RO), s = (e / RO) % MLP_SUBSETS, o = e % RO;
+      const int q = by_ro.div(e), gi = q / MLP_SUBSETS, s = q % MLP_SUBSETS, o = e - q * RO;
       if constexpr (TAGS) {
         // the 16 partials as they land (each with this launch's epoch)
         tag_wait<PER>(p.tagged + mlp_tag_off(j + gi * nred, s, 0, o), MLP_TAG_BSTEP, (1u << PER) - 1u, epoch_s, v[k],
@@ -414,7 +416,7 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
   mlp_phase(p, 8);
   float* xs = red + nit;  // [ng][R][8] new residual values
   if (tid < ng * RO) {
-    const int gi = tid / RO, o = tid % RO, r = o / 8, col = (j + gi * nred) * 8 + o % 8;
+    const int gi = by_ro.div(tid), o = tid - gi * RO, r = o / 8, col = (j + gi * nred) * 8 + o % 8;
     float y = 0.f;
 #pragma unroll
     for (int s = 0; s < MLP_SUBSETS; ++s) y += red[(gi * MLP_SUBSETS + s) * RO + o];
@@ -430,7 +432,7 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
   }
   __syncthreads();
   if (tid < ng * R) {
-    const int gi = tid / R, r = tid % R;
+    const int gi = by_r.div(tid), r = tid - gi * R;
     reinterpret_cast<float2*>(p.g.stats_out)[(size_t)r * NSLOT + j + gi * nred] = ln_stats8(xs + gi * RO + r * 8);
   }
   mlp_phase(p, 9);

@@ -49,6 +49,12 @@ CF_MLP_HD constexpr size_t mlp_tag_off(int n8, int b, int r, int c) {
 }
 constexpr size_t MLP_TAG_WORDS = (size_t)(MLP_D / 8) * MLP_NB * MLP_TAG_ROWS * 8;
 constexpr size_t MLP_TAG_BSTEP = (size_t)MLP_SUBSETS * MLP_TAG_ROWS * 8;  // mlp_tag_off(0, MLP_SUBSETS, 0, 0)
-CF_MLP_HD constexpr int mlp_reducer_groups(int j, int nred) { return (MLP_D / 8 - j + nred - 1) / nred; }
+// (counted, not divided: nred is a run-time value on the kernel's tail, where a division is a multi-instruction
+// sequence; at most three groups there)
+CF_MLP_HD constexpr int mlp_reducer_groups(int j, int nred) {
+  int n = 0;
+  for (int g = j; g < MLP_D / 8; g += nred) ++n;
+  return n;
+}
 
 }  // namespace cubeforge::cuda::detail
