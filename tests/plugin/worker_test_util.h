@@ -31,15 +31,10 @@ struct Recorder {
   std::vector<PreviewUpdate> preview_updates;
   std::optional<JobProgress> progress;
   std::vector<ModelStatus> models;
-  double max_poll_ms = 0;
 
   explicit Recorder(Worker& worker) : w(worker) {}
   void pump() {
-    const auto t0 = std::chrono::steady_clock::now();
-    const double d0 = thread_run_delay_ms();
     Mail m = w.poll();
-    const double wall = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    max_poll_ms = std::max(max_poll_ms, wall - (thread_run_delay_ms() - d0));  // less the wait for a CPU
     for (auto& e : m.events) events.push_back(e);
     previews += m.previews;
     if (m.preview) preview_updates.push_back(*m.preview);
