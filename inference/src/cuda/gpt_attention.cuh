@@ -233,9 +233,9 @@ __device__ __forceinline__ void attn_combine_spread(const AttnParams& p, const A
 // in the first splits the combine into the hi/lo output row. The arithmetic is written out with _rn
 // intrinsics (no compiler contraction), so every kernel that runs it gives the same bits.
 // ep: this launch's epoch for (r, h) (attn_decode_kernel). SPREAD: attn_combine_spread, else attn_combine_one.
-template <bool SPREAD>
-__device__ __forceinline__ void attn_split(const AttnParams& p, const AttnStep& st, int r, int h, int split,
-                                           const KvRegs& kv, unsigned ep) {
+// attn_split_partial: all of it but the combine; true where it wrote the output row itself (one split).
+__device__ __forceinline__ bool attn_split_partial(const AttnParams& p, const AttnStep& st, int r, int h, int split,
+                                                   const KvRegs& kv, unsigned ep) {
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int cur = st.cur, L = st.L, nsplit = st.nsplit, j0 = split * ACH;
   const size_t base = (size_t)(r * H + h) * p.T * HD;
@@ -324,17 +324,26 @@ __device__ __forceinline__ void attn_split(const AttnParams& p, const AttnStep& 
   const float lsum = wl[0] + wl[1] + wl[2] + wl[3];
   if (nsplit == 1) {
     attn_out(p, r, h, tid, od / lsum, st.pos);
-    return;
+    return true;
   }
   // the split's partial (o, m, l) as words tagged with this launch's epoch; the combining blocks take them as they
   // land, in split order (max, then the rescaled sums; session 7's order), with no fence, arrival count or reset
   // (session 21)
-  unsigned long long* tp = p.tpart + (size_t)(r * H + h) * p.tstride * (HD + 2);
-  unsigned long long* mine = tp + (size_t)split * (HD + 2);
+  unsigned long long* mine = p.tpart + ((size_t)(r * H + h) * p.tstride + split) * (HD + 2);
   st_relaxed_u64(mine + tid, tag_pack(od, ep));
   if (tid == 0) st_relaxed_v2_u64(mine + HD, tag_pack(m, ep), tag_pack(lsum, ep));
-  if constexpr (SPREAD) attn_combine_spread(p, st, r, h, split, tp, ep);
-  else if (split == 0) attn_combine_one(p, st, r, h, tp, ep);
+  return false;
+}
+// The (r, h) partials of this launch.
+__device__ __forceinline__ const unsigned long long* attn_partials(const AttnParams& p, int r, int h) {
+  return p.tpart + (size_t)(r * H + h) * p.tstride * (HD + 2);
+}
+template <bool SPREAD>
+__device__ __forceinline__ void attn_split(const AttnParams& p, const AttnStep& st, int r, int h, int split,
+                                           const KvRegs& kv, unsigned ep) {
+  if (attn_split_partial(p, st, r, h, split, kv, ep)) return;
+  if constexpr (SPREAD) attn_combine_spread(p, st, r, h, split, attn_partials(p, r, h), ep);
+  else if (split == 0) attn_combine_one(p, st, r, h, attn_partials(p, r, h), ep);
 }
 
 // One block per (split, head, row); blocks past the prefix return at once (session 15 sized the grid to the prefix
