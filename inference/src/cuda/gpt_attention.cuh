@@ -99,6 +99,8 @@ struct KvRegs {
 };
 // The cached keys / values of split `split` of (row r, head h) this lane multiplies: keys j0 + 8 warp .. + 7, four
 // dimensions each (zero past the prefix and at the current slot, whose values come from this step's qkv).
+// FULL: a split before the last (every key inside the prefix, none the current slot): no per-key conditions.
+template <bool FULL>
 __device__ __forceinline__ void attn_load_kv(const AttnParams& p, const AttnStep& st, int r, int h, int split,
                                              KvRegs& kv) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -107,7 +109,7 @@ __device__ __forceinline__ void attn_load_kv(const AttnParams& p, const AttnStep
 #pragma unroll
   for (int kk = 0; kk < AKPW; ++kk) {
     const int j = j0 + warp * AKPW + kk;
-    if (j < st.L && j != st.cur) {
+    if (FULL || (j < st.L && j != st.cur)) {
       kv.kr[kk] = __ldcg(reinterpret_cast<const uint2*>(p.kc + base + (size_t)j * HD + lane * 4));
       kv.vr[kk] = __ldcg(reinterpret_cast<const uint2*>(p.vc + base + (size_t)j * HD + lane * 4));
     } else {
@@ -233,15 +235,28 @@ __device__ __forceinline__ void attn_combine_spread(const AttnParams& p, const A
 // in the first splits the combine into the hi/lo output row. The arithmetic is written out with _rn
 // intrinsics (no compiler contraction), so every kernel that runs it gives the same bits.
 // ep: this launch's epoch for (r, h) (attn_decode_kernel). SPREAD: attn_combine_spread, else attn_combine_one.
+// attn_split_partial's shared memory: one instance per kernel, whichever instantiations it runs.
+struct AttnSplitSmem {
+  float qs[HD], kn[HD], vn[HD], red4[8], wm[4], wl[4], ow[4][HD];
+};
+__device__ __forceinline__ AttnSplitSmem& attn_split_smem() {
+  __shared__ __align__(16) AttnSplitSmem s;
+  return s;
+}
 // attn_split_partial: all of it but the combine; true where it wrote the output row itself (one split).
+// FULL (session 35): a split before the last, whose keys are all inside the prefix and none the current slot: the
+// per-key conditions (prefix end, current slot) drop out; the same arithmetic on the same values.
+template <bool FULL>
 __device__ __forceinline__ bool attn_split_partial(const AttnParams& p, const AttnStep& st, int r, int h, int split,
                                                    const KvRegs& kv, unsigned ep) {
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int cur = st.cur, L = st.L, nsplit = st.nsplit, j0 = split * ACH;
   const size_t base = (size_t)(r * H + h) * p.T * HD;
-  __shared__ __align__(16) float qs[HD], kn[HD], vn[HD], red4[8], wm[4], wl[4], ow[4][HD];
+  AttnSplitSmem& sm = attn_split_smem();
+  float *qs = sm.qs, *kn = sm.kn, *vn = sm.vn, *red4 = sm.red4, *wm = sm.wm, *wl = sm.wl;
+  auto& ow = sm.ow;
   const float* qrow = p.qkv + (size_t)r * QKV_LD + h * HD;
-  const bool has_cur = cur < L && cur >= j0 && cur < j0 + ACH;
+  const bool has_cur = !FULL && cur < L && cur >= j0 && cur < j0 + ACH;
   const float qraw = __ldcg(qrow + tid);
   // session 8: the block holding the current slot requests q, k and v together and normalises q and k in one
   // reduction (block-uniform branch)
@@ -273,7 +288,7 @@ __device__ __forceinline__ bool attn_split_partial(const AttnParams& p, const At
   for (int kk = 0; kk < AKPW; ++kk) {
     const int j = j0 + warp * AKPW + kk;
     float k0, k1, k2, k3;
-    if (j == cur && has_cur) {
+    if (!FULL && j == cur && has_cur) {
       k0 = kn[lane * 4];
       k1 = kn[lane * 4 + 1];
       k2 = kn[lane * 4 + 2];
@@ -287,7 +302,7 @@ __device__ __forceinline__ bool attn_split_partial(const AttnParams& p, const At
     }
     float d = __fmaf_rn(q4.w, k3, __fmaf_rn(q4.z, k2, __fmaf_rn(q4.x, k0, __fmul_rn(q4.y, k1))));
     d = warp_sum(d);
-    sc[kk] = (j < L) ? __fmul_rn(d, scale) : -INFINITY;
+    sc[kk] = (FULL || j < L) ? __fmul_rn(d, scale) : -INFINITY;
     mloc = fmaxf(mloc, sc[kk]);
   }
   if (lane == 0) wm[warp] = mloc;
@@ -297,9 +312,9 @@ __device__ __forceinline__ bool attn_split_partial(const AttnParams& p, const At
 #pragma unroll
   for (int kk = 0; kk < AKPW; ++kk) {
     const int j = j0 + warp * AKPW + kk;
-    const float pj = (j < L) ? __expf(sc[kk] - m) : 0.f;
+    const float pj = (FULL || j < L) ? __expf(sc[kk] - m) : 0.f;
     float v0, v1, v2, v3;
-    if (j == cur && has_cur) {
+    if (!FULL && j == cur && has_cur) {
       v0 = vn[lane * 4];
       v1 = vn[lane * 4 + 1];
       v2 = vn[lane * 4 + 2];
@@ -338,10 +353,10 @@ __device__ __forceinline__ bool attn_split_partial(const AttnParams& p, const At
 __device__ __forceinline__ const unsigned long long* attn_partials(const AttnParams& p, int r, int h) {
   return p.tpart + (size_t)(r * H + h) * p.tstride * (HD + 2);
 }
-template <bool SPREAD>
+template <bool SPREAD, bool FULL>
 __device__ __forceinline__ void attn_split(const AttnParams& p, const AttnStep& st, int r, int h, int split,
                                            const KvRegs& kv, unsigned ep) {
-  if (attn_split_partial(p, st, r, h, split, kv, ep)) return;
+  if (attn_split_partial<FULL>(p, st, r, h, split, kv, ep)) return;
   if constexpr (SPREAD) attn_combine_spread(p, st, r, h, split, attn_partials(p, r, h), ep);
   else if (split == 0) attn_combine_one(p, st, r, h, attn_partials(p, r, h), ep);
 }
@@ -362,9 +377,15 @@ __global__ void __launch_bounds__(128, 8) attn_decode_kernel(const AttnParams p)
   attn_consts(p, st);
   const unsigned ep = __ldcg(p.ep + r * H + h) + 1u;
   KvRegs kv;
-  attn_load_kv(p, st, r, h, split, kv);
-  pdl_handoff(tls);
-  attn_split<SPREAD>(p, st, r, h, split, kv, ep);
+  if (split < st.nsplit - 1) {  // block-uniform: the splits before the last take the condition-free path
+    attn_load_kv<true>(p, st, r, h, split, kv);
+    pdl_handoff(tls);
+    attn_split<SPREAD, true>(p, st, r, h, split, kv, ep);
+  } else {
+    attn_load_kv<false>(p, st, r, h, split, kv);
+    pdl_handoff(tls);
+    attn_split<SPREAD, false>(p, st, r, h, split, kv, ep);
+  }
 }
 
 }  // namespace cubeforge::cuda::detail
