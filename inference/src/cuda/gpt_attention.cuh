@@ -235,6 +235,10 @@ __device__ __forceinline__ void attn_combine_spread(const AttnParams& p, const A
 // in the first splits the combine into the hi/lo output row. The arithmetic is written out with _rn
 // intrinsics (no compiler contraction), so every kernel that runs it gives the same bits.
 // ep: this launch's epoch for (r, h) (attn_decode_kernel). SPREAD: attn_combine_spread, else attn_combine_one.
+// The (r, h) partials of this launch (split s at + s (HD + 2)).
+__device__ __forceinline__ unsigned long long* attn_partials(const AttnParams& p, int r, int h) {
+  return p.tpart + (size_t)(r * H + h) * p.tstride * (HD + 2);
+}
 // attn_split_partial's shared memory: one instance per kernel, whichever instantiations it runs.
 struct AttnSplitSmem {
   float qs[HD], kn[HD], vn[HD], red4[8], wm[4], wl[4], ow[4][HD];
@@ -288,7 +292,7 @@ __device__ __forceinline__ bool attn_split_partial(const AttnParams& p, const At
   for (int kk = 0; kk < AKPW; ++kk) {
     const int j = j0 + warp * AKPW + kk;
     float k0, k1, k2, k3;
-    if (!FULL && j == cur && has_cur) {
+    if (j == cur && has_cur) {
       k0 = kn[lane * 4];
       k1 = kn[lane * 4 + 1];
       k2 = kn[lane * 4 + 2];
@@ -314,7 +318,7 @@ __device__ __forceinline__ bool attn_split_partial(const AttnParams& p, const At
     const int j = j0 + warp * AKPW + kk;
     const float pj = (FULL || j < L) ? __expf(sc[kk] - m) : 0.f;
     float v0, v1, v2, v3;
-    if (!FULL && j == cur && has_cur) {
+    if (j == cur && has_cur) {
       v0 = vn[lane * 4];
       v1 = vn[lane * 4 + 1];
       v2 = vn[lane * 4 + 2];
@@ -344,14 +348,10 @@ __device__ __forceinline__ bool attn_split_partial(const AttnParams& p, const At
   // the split's partial (o, m, l) as words tagged with this launch's epoch; the combining blocks take them as they
   // land, in split order (max, then the rescaled sums; session 7's order), with no fence, arrival count or reset
   // (session 21)
-  unsigned long long* mine = p.tpart + ((size_t)(r * H + h) * p.tstride + split) * (HD + 2);
+  unsigned long long* mine = attn_partials(p, r, h) + (size_t)split * (HD + 2);
   st_relaxed_u64(mine + tid, tag_pack(od, ep));
   if (tid == 0) st_relaxed_v2_u64(mine + HD, tag_pack(m, ep), tag_pack(lsum, ep));
   return false;
-}
-// The (r, h) partials of this launch.
-__device__ __forceinline__ const unsigned long long* attn_partials(const AttnParams& p, int r, int h) {
-  return p.tpart + (size_t)(r * H + h) * p.tstride * (HD + 2);
 }
 template <bool SPREAD, bool FULL>
 __device__ __forceinline__ void attn_split(const AttnParams& p, const AttnStep& st, int r, int h, int split,
