@@ -317,10 +317,10 @@ struct CudaGptEngine::Impl {
   // +0.2% / +0.4% at one prompt. Session 36 (H100, 3.0 TB/s of copy bandwidth against the H200's 4.3): a deeper ring
   // pays there, two rounds each against 5 slots: at one prompt 6 slots -0.4% / -0.3% (v0.1 / v0.5), 7 -0.5% / -0.9%,
   // 8 -0.4% / -1.1%; at batch 4 6 slots -0.3% / -0.2%, 7 and 8 +0.1%. So where the memory's peak bandwidth is under
-  // 4 TB/s (slow_hbm): 7 slots up to 2 rows, 6 above.
-  bool slow_hbm = false;
+  // 4 TB/s: 7 slots up to 2 rows, 6 above (mlp_ring_depth, gpt_mlp_layout.h).
+  double peak_bw = 0;  // bytes/s (peak_memory_bandwidth), 0 if the device does not say
   int mlp_slots(int r) const {
-    int n = mlp_slots_env > 0 ? std::min(mlp_slots_env, MLP_MAXSLOTS) : !slow_hbm ? 5 : r <= 2 ? 7 : 6;
+    int n = mlp_slots_env > 0 ? std::min(mlp_slots_env, MLP_MAXSLOTS) : mlp_ring_depth(r, peak_bw);
     while (n > 2 && mlp_smem(r, n) > (size_t)smem_optin) --n;
     return n;
   }
@@ -1151,11 +1151,11 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
   m.split_dec = (opts.variant & kVarBf16Dec) ? 0 : 1;  // bit 4: decode GEMV activations bf16 only (no lo part)
   m.split_pre = (opts.variant & kVarBf16Pre) ? 0 : 1;  // bit 5: prefill GEMM activations bf16 only (no lo part)
   m.smem_optin = prop.sharedMemPerBlockOptin;
-  {  // the memory's peak bandwidth (kHz x bits x 2 transfers / 8 bits): the MLP ring's depth (mlp_slots)
+  {  // the memory's peak bandwidth: the MLP ring's depth (mlp_slots)
     int mem_khz = 0, bus_bits = 0;
     if (cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, 0) == cudaSuccess &&
         cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, 0) == cudaSuccess)
-      m.slow_hbm = mem_khz > 0 && bus_bits > 0 && 1e3 * mem_khz * bus_bits * 2.0 / 8.0 < 4e12;
+      m.peak_bw = peak_memory_bandwidth(mem_khz, bus_bits);
   }
   m.diag_no_attn = (opts.variant & kVarNoAttn) != 0;  // diagnostics, timing only: no attention kernels
   m.diag_l2w = (opts.variant & kVarL2Weights) != 0;   // diagnostics, timing only: every GEMV reads the same 2 MB
