@@ -3,6 +3,7 @@
 // mesh files first and the scene document last, so a crash or a failed write never corrupts the saved scene.
 // Loading tolerates missing/corrupt mesh files: those entities get a placeholder block and keep their reference.
 #pragma once
+#include "atomic_file.h"
 #include "scene.h"
 
 #include <cubeforge/error.h>
@@ -12,14 +13,6 @@
 #include <string>
 
 namespace cubeforge::editor {
-
-// Test hook: called at named points of an atomic write ("write" after the data, "rename" before the rename);
-// returning false makes that step fail as if the disk had.
-using FaultHook = std::function<bool(const std::string& stage, const std::string& path)>;
-
-// Writes bytes to path atomically. Throws cubeforge::Error; on failure the old file is untouched and no
-// temporary file is left behind.
-void atomic_write_file(const std::string& path, const std::string& bytes, const FaultHook& hook = {});
 
 // Reads and parses a JSON file. Throws cubeforge::Error naming it as `what` (e.g. "scene", "script") when the file
 // cannot be opened (with the system's reason) or is not valid JSON (with the parser's position).

@@ -23,6 +23,7 @@ std::string config_dir() {
 }
 
 void SettingsStore::open(std::string path) {
+  if (writer_) writer_->flush();  // the previous file's pending content first
   path_ = std::move(path);
   load_error_.clear();
   data_ = nlohmann::json::object();
@@ -41,16 +42,20 @@ void SettingsStore::open(std::string path) {
   }
 }
 
+void SettingsStore::save_in_background() {
+  if (path_.empty()) return;
+  if (!writer_) writer_ = std::make_unique<BackgroundWriter>();
+  writer_->write(path_, data_.dump(2) + "\n");
+}
+
 bool SettingsStore::save() {
   if (path_.empty()) return false;
-  try {
-    std::error_code ec;
-    fs::create_directories(fs::path(path_).parent_path(), ec);
-    atomic_write_file(path_, data_.dump(2) + "\n");
-    return true;
-  } catch (...) {
-    return false;
-  }
+  save_in_background();  // through the writer, so an older background write cannot land after this one
+  return writer_->flush();
 }
+
+bool SettingsStore::flush() { return !writer_ || writer_->flush(); }
+
+std::string SettingsStore::save_error() const { return writer_ ? writer_->last_error() : std::string(); }
 
 }  // namespace cubeforge::editor

@@ -287,24 +287,25 @@ TEST(AiModel, UiFrameTimeStaysUnder50msWhileGeneratingOnTheCpu) {
       ImGui::Render();
     };
     ASSERT_TRUE(ed.cmd("ai.generate", {{"prompt", "a wooden chair"}})["ok"].get<bool>());
-    // 60 Hz loop, like the editor with vsync: frame, then sleep to the next 16.7 ms tick.
+    // 60 Hz loop, like the editor with vsync: frame, then sleep to the next 16.7 ms tick. Per frame: the interval
+    // between ticks (what a user sees), the UI thread's CPU time inside the frame, and the frame's own wall time
+    // (ui_frame() alone, less the time the thread waited for a CPU in it): a UI thread that waits on a lock, the
+    // worker or the disk shows in the last. The sleep to the tick is left out of it: on this CI's virtual machines
+    // a 16 ms sleep has been seen to wake up to 100 ms late under disk load (at 100 ms boundaries, no run delay).
     std::vector<double> intervals, work, own;
-    const std::optional<double> delay0 = read_run_delay_ms();
-    const bool have_delay = delay0.has_value();
-    double last = now_ms(), last_delay = delay0.value_or(0.0);
+    const bool have_delay = read_run_delay_ms().has_value();
+    double last = now_ms();
     const double deadline = last + 300000;
     while (ed.plugin->controller()->busy() && now_ms() < deadline) {
-      const double w0 = thread_cpu_ms();
+      const double w0 = thread_cpu_ms(), f0 = now_ms(), d0 = thread_run_delay_ms();
       ui_frame();
       work.push_back(thread_cpu_ms() - w0);
+      own.push_back((now_ms() - f0) - (thread_run_delay_ms() - d0));
       const double spent = now_ms() - last;
       if (spent < 16.7) std::this_thread::sleep_for(std::chrono::microseconds(int64_t((16.7 - spent) * 1000)));
       const double t = now_ms();
       intervals.push_back(t - last);
-      const double delay = thread_run_delay_ms();
-      own.push_back((t - last) - (delay - last_delay));  // the interval less the time spent waiting for a CPU
       last = t;
-      last_delay = delay;
     }
     ui_frame();
     json st = ed.status();
@@ -320,12 +321,15 @@ TEST(AiModel, UiFrameTimeStaysUnder50msWhileGeneratingOnTheCpu) {
     EXPECT_LT(p.p95, 50.0);
     EXPECT_LT(pw.max, 50.0) << "the plugin's own work on the UI thread took a whole frame budget";
     // The worst interval also holds scheduler delays caused by other processes (this CI box is shared, and ctest runs
-    // two suites at once on two cores). Where the kernel reports how long the UI thread waited for a CPU, that wait is
-    // taken out and the rest (the plugin's work, its locks, the sleep to the tick) is judged on every frame: a UI thread
-    // blocked on inference would still show. Elsewhere the raw worst frame is judged on a machine that is not overloaded.
+    // two suites at once on two cores) and late timer wake-ups. Where the kernel reports how long the UI thread waited
+    // for a CPU, every frame's own work (its wall time less that wait: the plugin's work, its locks, its file writes)
+    // is judged: a UI thread blocked on inference or on the disk would still show (session 36: a settings fsync on the
+    // UI thread did, 0.1-1 s under disk load). Elsewhere the raw worst frame is judged on a machine that is not
+    // overloaded.
     if (have_delay) {
-      std::printf("[small] worst frame less the UI thread's wait for a CPU: %.1f ms (raw worst %.1f ms)\n", po.max, p.max);
-      EXPECT_LT(po.max, 50.0) << "a UI frame took longer than 50 ms without the scheduler's delay";
+      std::printf("[small] worst frame's own work less the UI thread's wait for a CPU: %.1f ms (raw worst interval %.1f ms)\n",
+                  po.max, p.max);
+      EXPECT_LT(po.max, 50.0) << "a UI frame's own work took longer than 50 ms without the scheduler's delay";
     } else {
       double load[1] = {0};
       const long cores = sysconf(_SC_NPROCESSORS_ONLN);
