@@ -1,6 +1,7 @@
 // `cubeforge`: the editor binary. Window mode (GLFW + ImGui), `--script FILE` scripted mode for tests and testers,
 // and `--headless` (EGL surfaceless, no X, no ImGui) for scripted renders. Loads plugins from the plugins directory,
 // autosaves to a recovery file and offers it on the next start after a crash.
+#include "core/autosaver.h"
 #include "core/settings.h"
 #include "render/egl_context.h"
 #include "script.h"
@@ -269,6 +270,7 @@ int main(int argc, char** argv) {
   auto last = std::chrono::steady_clock::now();
   auto last_autosave = last;
   uint64_t autosaved_counter = doc.history().change_counter();
+  Autosaver autosaver;
   for (;;) {
     if (runner) glfwPollEvents();
     else glfwWaitEventsTimeout(tasks.pending() ? 0.0 : 0.1);
@@ -307,19 +309,21 @@ int main(int argc, char** argv) {
         break;
       }
       if (st == ScriptRunner::State::Done) break;
-    } else if (doc.dirty() && doc.history().change_counter() != autosaved_counter &&
-               now - last_autosave > std::chrono::seconds(60)) {
-      try {
-        doc.write_recovery();
-        autosaved_counter = doc.history().change_counter();
-      } catch (const std::exception& ex) {
-        log.warn(std::string("autosave failed: ") + ex.what());
+    } else {
+      // autosave on the Autosaver's thread (a copy of the scene), at most every 60 s while there are changes
+      if (auto fin = autosaver.take_finished()) {
+        if (fin->error.empty()) autosaved_counter = fin->counter;
+        else log.warn("autosave failed: " + fin->error);
       }
-      last_autosave = now;
+      if (doc.dirty() && doc.history().change_counter() != autosaved_counter &&
+          now - last_autosave > std::chrono::seconds(60) && autosaver.start(doc.scene(), doc.path(),
+                                                                            doc.history().change_counter()))
+        last_autosave = now;
     }
     if (ui.should_quit()) break;
   }
   host.unload_all();
+  autosaver.wait();  // a write still running would recreate the files discarded next
   if (!runner) Document::discard_recovery();  // clean exit: nothing to recover
   ImGui_ImplOpenGL3_Shutdown();
   ImGui_ImplGlfw_Shutdown();

@@ -306,13 +306,15 @@ void Document::new_scene() {
 
 std::string Document::recovery_scene_path() { return (fs::path(config_dir()) / "recovery" / "recovery.cfscene").string(); }
 
-void Document::write_recovery() {
+void Document::write_recovery() { write_recovery_of(scene_, path_); }
+
+void Document::write_recovery_of(const Scene& scene, const std::string& original, const FaultHook& hook) {
   fs::path p = recovery_scene_path();
   std::error_code ec;
   fs::create_directories(p.parent_path(), ec);
-  save_scene(scene_, p.string());
-  nlohmann::json info{{"original", path_}};
-  atomic_write_file((p.parent_path() / "recovery.json").string(), info.dump());
+  save_scene(scene, p.string(), hook);
+  nlohmann::json info{{"original", original}};
+  atomic_write_file((p.parent_path() / "recovery.json").string(), info.dump(), hook);
 }
 
 bool Document::has_recovery() {

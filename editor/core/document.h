@@ -67,6 +67,9 @@ class Document {
   // --- autosave / recovery (files under <config>/recovery) ---
   static std::string recovery_scene_path();
   void write_recovery();
+  // The recovery files of a scene (a copy of a document's: entities share their immutable meshes): what
+  // write_recovery() writes, callable from any thread (the Autosaver's). original: the document's own path.
+  static void write_recovery_of(const Scene& scene, const std::string& original, const FaultHook& hook = {});
   static bool has_recovery();
   static void discard_recovery();
   void load_recovery();  // opens the recovery scene as an unsaved document

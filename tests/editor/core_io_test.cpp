@@ -2,6 +2,7 @@
 // import/export round trips through Assimp, picking, recovery files, settings and their background writer.
 #include <gtest/gtest.h>
 
+#include "core/autosaver.h"
 #include "core/background_writer.h"
 #include "core/bvh.h"
 #include "core/document.h"
@@ -374,6 +375,64 @@ TEST(Recovery, WriteOfferLoadDiscard) {
   EXPECT_TRUE(back.dirty());
   Document::discard_recovery();
   EXPECT_FALSE(Document::has_recovery());
+  ::unsetenv("CUBEFORGE_CONFIG_DIR");
+}
+
+// The autosave runs on its own thread from a copy of the scene: parked inside its write (the fault hook holds it at
+// the first file's "write" stage, as a stalled fsync would), start() has returned, the document can change, a second
+// start() is refused; once released the recovery files hold the copy, not the later change.
+TEST(Recovery, AutosaveWritesACopyOnItsOwnThread) {
+  cftest::TempDir dir;
+  ::setenv("CUBEFORGE_CONFIG_DIR", dir.path.c_str(), 1);
+  Log log(false);
+  Document doc(log);
+  build_sample(doc);
+  const size_t n = doc.scene().size();
+  std::mutex mu;
+  std::condition_variable cv;
+  bool parked = false, release = false;
+  Autosaver saver([&](const std::string& stage, const std::string&) {
+    if (stage != "write") return true;
+    std::unique_lock lk(mu);
+    parked = true;
+    cv.notify_all();
+    cv.wait_for(lk, std::chrono::seconds(30), [&] { return release; });  // bounded: a start() that waited fails below
+    return true;
+  });
+  ASSERT_TRUE(saver.start(doc.scene(), "/somewhere/scene.cfscene", 7));
+  {
+    std::unique_lock lk(mu);
+    ASSERT_TRUE(cv.wait_for(lk, std::chrono::seconds(30), [&] { return parked; })) << "the write never started";
+  }
+  EXPECT_TRUE(saver.busy());
+  EXPECT_FALSE(saver.take_finished());
+  doc.insert_part(PartKind::Block, Vec3{9, 0, 0});  // a change while the copy is being written
+  EXPECT_FALSE(saver.start(doc.scene(), "", 8)) << "one write at a time";
+  {
+    std::lock_guard lk(mu);
+    release = true;
+  }
+  cv.notify_all();
+  saver.wait();
+  auto fin = saver.take_finished();
+  ASSERT_TRUE(fin);
+  EXPECT_EQ(fin->counter, 7u);
+  EXPECT_EQ(fin->error, "");
+  EXPECT_FALSE(saver.take_finished()) << "taken once";
+  Document back(log);
+  back.load_recovery();
+  EXPECT_EQ(back.scene().size(), n) << "the copy, without the later change";
+  EXPECT_EQ(back.path(), "/somewhere/scene.cfscene");
+  // a failing write is reported with its reason, and the next start() runs
+  Autosaver failing([](const std::string& stage, const std::string&) { return stage != "rename"; });
+  ASSERT_TRUE(failing.start(doc.scene(), "", 9));
+  failing.wait();
+  fin = failing.take_finished();
+  ASSERT_TRUE(fin);
+  EXPECT_NE(fin->error.find("rename failed"), std::string::npos) << fin->error;
+  EXPECT_TRUE(failing.start(doc.scene(), "", 10));
+  failing.wait();  // before the recovery folder and the config dir go away
+  Document::discard_recovery();
   ::unsetenv("CUBEFORGE_CONFIG_DIR");
 }
 
