@@ -97,6 +97,9 @@ struct JobEvent {
   std::vector<std::shared_ptr<const JobOutput>> outputs;  // Done: every variation, in order
   // Partial statistics of a cancelled/failed job (tokens produced over every variation, time to first token...).
   std::shared_ptr<const GenerationStats> partial;
+  // Cancelled: tokens the backend delivered after the cancel was requested (the step in flight; the CPU backend
+  // checks before every step, so at most one there).
+  int tokens_after_cancel = 0;
 };
 
 }  // namespace cubeforge::ai

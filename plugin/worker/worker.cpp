@@ -411,6 +411,7 @@ void Worker::run_job(const Item& it) {
   prog.job = id;
   prog.variations = variations;
   TokenCounter counter(variations);
+  int after_cancel = 0;  // tokens that arrived once the cancel was requested (JobEvent::tokens_after_cancel)
   if (spec->nice.value_or(opt_.nice) != current_nice_) apply_nice(spec->nice.value_or(opt_.nice));
   try {
     post_event(event(JobState::Loading));
@@ -435,6 +436,7 @@ void Worker::run_job(const Item& it) {
     run_spec.mesh.normals = false;  // make_output computes them once, after the decimation
     double first_token_at = -1;
     auto on_token = [&](const TokenEvent& e) {
+      if (cancel && cancel->cancelled()) ++after_cancel;
       counter.add(e);
       if (counter.tokens() == 1) partial->ttft_ms = e.elapsed_ms;
       fault("token", id);
@@ -522,6 +524,7 @@ void Worker::run_job(const Item& it) {
     partial->token_ms = counter.token_ms();
     JobEvent ev = event(JobState::Cancelled, "cancelled");
     ev.partial = partial;
+    ev.tokens_after_cancel = after_cancel;
     post_event(std::move(ev));
   } catch (const std::exception& e) {
     partial->token_ms = counter.token_ms();

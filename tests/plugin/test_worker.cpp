@@ -186,6 +186,8 @@ TEST(AiWorkerCancel, WhileGeneratingStopsWithinOneTokenStep) {
   ASSERT_NE(t, nullptr);
   EXPECT_EQ(t->state, JobState::Cancelled);
   EXPECT_LE(be->tokens_emitted.load() - at_cancel, 1) << "more than one token step after cancel";
+  // the worker's own count of tokens that arrived after the cancel (at most the ones emitted since at_cancel)
+  EXPECT_LE(t->tokens_after_cancel, be->tokens_emitted.load() - at_cancel);
   ASSERT_TRUE(t->partial);
   EXPECT_GE(int(t->partial->token_ms.size()), 20);
   EXPECT_FALSE(r.saw(id, JobState::Meshing));

@@ -248,11 +248,14 @@ TEST(AiModel, CancelStopsWithinATokenStep) {
   EXPECT_EQ(t->state, JobState::Cancelled);
   ASSERT_TRUE(t->partial);
   const double step = percentiles(t->partial->token_gaps_ms()).max;
-  std::printf("[small] cancel after %zu tokens: Cancelled %.1f ms after cancel(); slowest token step %.1f ms\n",
-              t->partial->token_ms.size(), latency, step);
+  std::printf("[small] cancel after %zu tokens: Cancelled %.1f ms after cancel() (%d tokens after it); slowest token "
+              "step %.1f ms\n",
+              t->partial->token_ms.size(), latency, t->tokens_after_cancel, step);
   EXPECT_LT(t->partial->token_ms.size(), 128u);
-  // One step may be in flight when cancel lands; the next poll stops it (plus the mailbox round trip).
-  EXPECT_LE(latency, 2.0 * step + 30.0);
+  // One step may be in flight when cancel lands; the backend's check before the next one stops it. Counted in
+  // tokens, not milliseconds: the wall time also holds this test thread's polling sleeps, which a loaded virtual
+  // machine wakes up to 100 ms late (session 36).
+  EXPECT_LE(t->tokens_after_cancel, 1) << "more than one token step after cancel (" << t->partial->backend << ")";
 }
 
 TEST(AiModel, UiFrameTimeStaysUnder50msWhileGeneratingOnTheCpu) {
