@@ -1,8 +1,6 @@
 // Settings persistence.
 #include "settings.h"
 
-#include "scene_io.h"
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>

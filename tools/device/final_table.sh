@@ -13,13 +13,14 @@ rm -rf "$LOGS"; mkdir -p "$LOGS/shape"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 echo "commit ${CF_COMMIT:-unknown (pass CF_COMMIT=<hash of the tree the binary was built from>)}" | tee "$LOGS/commit.txt"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv | tee "$LOGS/gpu.txt"
-BIN=/tmp/cf-final-bin/cubeforge-gen
+# unpacked once, where run_shape_bench.sh looks for its binary (SHAPE_XZ below keeps it from unpacking again)
+BIN=.devcarry/cuda-shape/cubeforge-gen
 mkdir -p "$(dirname "$BIN")"
 unpack_xz .devcarry/shape-xz/cubeforge-gen.xz "$BIN" || exit 1
+export SHAPE_XZ=/nonexistent
 RUN_LOG_DIR=$LOGS
 run check01 240 "$BIN" cuda-check --synthetic v0.1
 for m in v0.1 v0.5; do run "bench_$m" 150 "$BIN" bench --synthetic "$m" --quick --batches 1,2,4,8 --reps 3; done
-# run_shape_bench.sh unpacks the same archive (its SHAPE_XZ default)
 OUT="$LOGS/shape" bash tools/device/run_shape_bench.sh "${SHAPE_STAGES:-check,bench01,bench05,e2e}" > "$LOGS/shape/summary.log" 2>&1
 echo; echo "######## final table"
 grep -E "digest|rel L2 error|identical|cancel|cuda-check" "$LOGS/check01.log"
