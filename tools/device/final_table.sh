@@ -23,7 +23,7 @@ run check01 240 "$BIN" cuda-check --synthetic v0.1
 for m in v0.1 v0.5; do run "bench_$m" 150 "$BIN" bench --synthetic "$m" --quick --batches 1,2,4,8 --reps 3; done
 OUT="$LOGS/shape" bash tools/device/run_shape_bench.sh "${SHAPE_STAGES:-check,bench01,bench05,e2e}" > "$LOGS/shape/summary.log" 2>&1
 echo; echo "######## final table"
-grep -E "digest|rel L2 error|identical|cancel|cuda-check" "$LOGS/check01.log"
+grep -E "digest|rel L2 error|identical|cancel|cuda-check|memory peak" "$LOGS/check01.log"
 for m in v0.1 v0.5; do echo "--- bench $m"; sed -n '/== summary/,$p' "$LOGS/bench_$m.log"; done
 sed -n '/######## results/,$p' "$LOGS/shape/summary.log" | tail -70
 tar -C "$LOGS" -czf "$OUTDIR/final-logs.tgz" . && echo "logs: final-logs.tgz"

@@ -1223,9 +1223,10 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
   if (opts.verbose)
     std::fprintf(stderr,
                  "cubeforge cuda: %s: weights %.2f GiB (bf16 arena, wte fp32), KV cache %.2f GiB for %d rows, "
-                 "total VRAM %.2f GiB; loaded in %.1f s\n",
+                 "total VRAM %.2f GiB; loaded in %.1f s; memory peak %.0f GB/s: MLP ring %d slots at 2 rows, %d at 8\n",
                  m.dev_name.c_str(), m.weights_bytes / 1073741824.0, m.kv_bytes / 1073741824.0, m.Rmax,
-                 m.mem.bytes() / 1073741824.0, (now_ms() - t0) / 1000.0);
+                 m.mem.bytes() / 1073741824.0, (now_ms() - t0) / 1000.0, m.peak_bw / 1e9, m.mlp_slots(2),
+                 m.mlp_slots(8));
   return e;
 }
 
