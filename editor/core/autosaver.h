@@ -3,7 +3,7 @@
 // autosave never freezes a frame on a slow disk (scene_io writes every file with fsync). At most one write runs at
 // a time; a change made meanwhile is written by the next one.
 #pragma once
-#include "atomic_file.h"
+#include "fileio/atomic_file.h"
 #include "scene.h"
 
 #include <condition_variable>
@@ -18,7 +18,7 @@ namespace cubeforge::editor {
 class Autosaver {
  public:
   // hook: scene_io's test hook, called on the writer thread (tests park the write in it)
-  explicit Autosaver(FaultHook hook = {}) : hook_(std::move(hook)) {}
+  explicit Autosaver(fileio::FaultHook hook = {}) : hook_(std::move(hook)) {}
   ~Autosaver();  // waits for a write in flight
   Autosaver(const Autosaver&) = delete;
   Autosaver& operator=(const Autosaver&) = delete;
@@ -38,7 +38,7 @@ class Autosaver {
   void wait();
 
  private:
-  FaultHook hook_;
+  fileio::FaultHook hook_;
   mutable std::mutex m_;
   std::condition_variable done_cv_;
   bool running_ = false, finished_ = false;

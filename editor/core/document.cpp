@@ -273,7 +273,7 @@ void Document::export_file(const std::string& path, bool selection_only) {
   log_.info("exported " + std::to_string(items.size()) + " mesh(es) to " + path);
 }
 
-SaveStats Document::save(const std::string& path, const FaultHook& hook) {
+SaveStats Document::save(const std::string& path, const fileio::FaultHook& hook) {
   SaveStats st = save_scene(scene_, path, hook);
   path_ = fs::absolute(path).string();
   saved_counter_ = history_.change_counter();
@@ -308,13 +308,13 @@ std::string Document::recovery_scene_path() { return (fs::path(config_dir()) / "
 
 void Document::write_recovery() { write_recovery_of(scene_, path_); }
 
-void Document::write_recovery_of(const Scene& scene, const std::string& original, const FaultHook& hook) {
+void Document::write_recovery_of(const Scene& scene, const std::string& original, const fileio::FaultHook& hook) {
   fs::path p = recovery_scene_path();
   std::error_code ec;
   fs::create_directories(p.parent_path(), ec);
   save_scene(scene, p.string(), hook);
   nlohmann::json info{{"original", original}};
-  atomic_write_file((p.parent_path() / "recovery.json").string(), info.dump(), hook);
+  fileio::atomic_write_file((p.parent_path() / "recovery.json").string(), info.dump(), hook);
 }
 
 bool Document::has_recovery() {

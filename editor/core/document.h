@@ -60,7 +60,7 @@ class Document {
   // --- files ---
   std::vector<EntityId> import_file(const std::string& path, const ImportOptions& opt = {});
   void export_file(const std::string& path, bool selection_only);
-  SaveStats save(const std::string& path, const FaultHook& hook = {});
+  SaveStats save(const std::string& path, const fileio::FaultHook& hook = {});
   void open(const std::string& path);
   void new_scene();
 
@@ -69,7 +69,7 @@ class Document {
   void write_recovery();
   // The recovery files of a scene (a copy of a document's: entities share their immutable meshes): what
   // write_recovery() writes, callable from any thread (the Autosaver's). original: the document's own path.
-  static void write_recovery_of(const Scene& scene, const std::string& original, const FaultHook& hook = {});
+  static void write_recovery_of(const Scene& scene, const std::string& original, const fileio::FaultHook& hook = {});
   static bool has_recovery();
   static void discard_recovery();
   void load_recovery();  // opens the recovery scene as an unsaved document

@@ -1,4 +1,4 @@
-// Scene document JSON (nlohmann-json) + mesh files (written by atomic_file.h).
+// Scene document JSON (nlohmann-json) + mesh files (written by fileio/atomic_file.h).
 #include "scene_io.h"
 
 #include "mesh_io.h"
@@ -69,7 +69,7 @@ uint64_t mesh_hash(const std::shared_ptr<const Mesh>& mesh) {
   return h;
 }
 
-SaveStats save_scene(const Scene& scene, const std::string& path, const FaultHook& hook) {
+SaveStats save_scene(const Scene& scene, const std::string& path, const fileio::FaultHook& hook) {
   SaveStats stats;
   fs::path target(path);
   fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
@@ -112,7 +112,7 @@ SaveStats save_scene(const Scene& scene, const std::string& path, const FaultHoo
           fs::create_directories(mesh_dir, ec);
           if (ec) throw Error("cannot save " + path + ": cannot create " + mesh_dir.string() + ": " + ec.message());
           auto blob = export_meshes_blob({ExportItem{e.mesh, glm::mat4(1.f), "mesh", {1, 1, 1}}}, "glb2");
-          atomic_write_file(file.string(), std::string(blob.begin(), blob.end()), hook);
+          fileio::atomic_write_file(file.string(), std::string(blob.begin(), blob.end()), hook);
           ++stats.meshes_written;
         }
         written[h] = rel;
@@ -123,7 +123,7 @@ SaveStats save_scene(const Scene& scene, const std::string& path, const FaultHoo
     ents.push_back(std::move(j));
   }
   doc["entities"] = std::move(ents);
-  atomic_write_file(path, doc.dump(2) + "\n", hook);
+  fileio::atomic_write_file(path, doc.dump(2) + "\n", hook);
   return stats;
 }
 

@@ -3,7 +3,7 @@
 // mesh files first and the scene document last, so a crash or a failed write never corrupts the saved scene.
 // Loading tolerates missing/corrupt mesh files: those entities get a placeholder block and keep their reference.
 #pragma once
-#include "atomic_file.h"
+#include "fileio/atomic_file.h"
 #include "scene.h"
 
 #include <cubeforge/error.h>
@@ -23,7 +23,7 @@ struct SaveStats {
   size_t meshes_reused = 0;
 };
 
-SaveStats save_scene(const Scene& scene, const std::string& path, const FaultHook& hook = {});
+SaveStats save_scene(const Scene& scene, const std::string& path, const fileio::FaultHook& hook = {});
 
 struct LoadReport {
   std::vector<std::string> warnings;

@@ -42,7 +42,7 @@ void SettingsStore::open(std::string path) {
 
 void SettingsStore::save_in_background() {
   if (path_.empty()) return;
-  if (!writer_) writer_ = std::make_unique<BackgroundWriter>();
+  if (!writer_) writer_ = std::make_unique<fileio::BackgroundWriter>();
   writer_->write(path_, data_.dump(2) + "\n");
 }
 

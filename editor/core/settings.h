@@ -2,7 +2,7 @@
 // Settings are a flat JSON object persisted on change, by a background writer (the UI thread that changes a setting
 // never waits on the disk); plugins get their own files under plugins/.
 #pragma once
-#include "background_writer.h"
+#include "fileio/background_writer.h"
 
 #include <nlohmann/json.hpp>
 
@@ -55,7 +55,7 @@ class SettingsStore {
   std::string path_;
   std::string load_error_;
   nlohmann::json data_ = nlohmann::json::object();
-  std::unique_ptr<BackgroundWriter> writer_;  // created by the first write
+  std::unique_ptr<fileio::BackgroundWriter> writer_;  // created by the first write
 };
 
 }  // namespace cubeforge::editor

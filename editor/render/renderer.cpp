@@ -6,7 +6,7 @@
 #include <cubeforge/error.h>
 #include <stb_image_write.h>
 
-#include "core/scene_io.h"
+#include "fileio/atomic_file.h"
 
 #include "cf_editor_shaders.h"
 
@@ -435,7 +435,7 @@ void write_png(const std::string& path, int w, int h, const std::vector<uint8_t>
       !stbi_write_png_to_func(append, &bytes, w, h, 4, rgba.data(), w * 4))
     throw Error("screenshot " + path + ": cannot encode a " + std::to_string(w) + "x" + std::to_string(h) + " PNG");
   try {
-    atomic_write_file(path, bytes);
+    fileio::atomic_write_file(path, bytes);
   } catch (const Error& e) {
     throw Error("screenshot " + path + ": cannot write PNG (" + e.what() + ")");
   }

@@ -96,7 +96,8 @@ std::string Controller::status_json() const {
   if (batch_) {
     j["batch"] = {{"total", batch_->jobs.size()}, {"finished", batch_->finished}, {"done", batch_->done},
                   {"failed", batch_->failed},     {"cancelled", batch_->cancelled}, {"complete", batch_->complete},
-                  {"csv", batch_->csv_path},      {"json", batch_->json_path},    {"report_error", batch_->report_error}};
+                  {"report_pending", batch_->report_pending}, {"csv", batch_->csv_path}, {"json", batch_->json_path},
+                  {"report_error", batch_->report_error}};
   } else {
     j["batch"] = nullptr;
   }

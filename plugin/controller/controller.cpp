@@ -56,9 +56,10 @@ Controller::Controller(editor::Host& host, ControllerOptions options)
   } catch (const std::exception&) {
     form_ = FormSettings{};
   }
-  history_ = std::make_unique<HistoryStore>((fs::path(data_dir_) / "history").string());
+  writer_ = std::make_shared<fileio::BackgroundWriter>(opt_.write_hook);
+  history_ = std::make_unique<HistoryStore>((fs::path(data_dir_) / "history").string(), writer_);
   if (!history_->load_error().empty()) message(MsgLevel::Warning, history_->load_error());
-  latency_ = std::make_unique<LatencyLog>((fs::path(data_dir_) / "latency.jsonl").string());
+  latency_ = std::make_unique<LatencyLog>((fs::path(data_dir_) / "latency.jsonl").string(), writer_);
 
   WorkerOptions wo = opt_.worker;
   editor::Host* h = &host_;
@@ -81,6 +82,8 @@ void Controller::shutdown() {
   shut_ = true;
   if (worker_) worker_->shutdown();
   if (settings_dirty_) save_settings_now();
+  writer_->flush();  // nothing handed over is lost when the plugin goes
+  poll_writes();     // its failures reach the log; a batch report written completes the batch
 }
 
 void Controller::message(MsgLevel l, std::string text) {
@@ -219,10 +222,44 @@ void Controller::frame() {
   }
   for (const auto& ev : m.events) handle_event(ev);
 
+  const bool writing = poll_writes();
+
   if (settings_dirty_ && t - settings_changed_at_ > 400) save_settings_now();
   // Keep the editor drawing while a job runs (progress, ghost, and frame times that measure frames, not the idle
-  // wait of an event-driven loop); it goes back to waiting for events when the job ends.
-  if (busy() || model_.state == ModelStatus::State::Loading) host_.request_redraw();
+  // wait of an event-driven loop), and while files are being written (their outcome is taken here); it goes back
+  // to waiting for events when they end.
+  if (busy() || writing || model_.state == ModelStatus::State::Loading) host_.request_redraw();
+}
+
+bool Controller::poll_writes() {
+  const bool writing = writer_->busy();  // first: a write that ended before this has its failure listed below
+  Batch* report = batch_ && batch_->report_pending ? &*batch_ : nullptr;
+  for (auto& [path, error] : writer_->take_failures()) {
+    if (report && (path == report->csv_path || path == report->json_path)) {
+      if (report->report_error.empty()) report->report_error = error;
+    } else {
+      message(MsgLevel::Warning, file_role(path) + " not saved: " + error);
+    }
+  }
+  if (report && !writing) {
+    report->report_pending = false;
+    report->complete = true;
+    if (!report->report_error.empty()) {
+      message(MsgLevel::Error, "Batch report not written: " + report->report_error);
+    } else {
+      const std::string& file = report->csv_path.empty() ? report->json_path : report->csv_path;
+      message(MsgLevel::Info, "Batch of " + std::to_string(report->jobs.size()) + " prompts finished (" +
+                                  std::to_string(report->done) + " done, " + std::to_string(report->failed) +
+                                  " failed); report: " + file);
+    }
+  }
+  return writing;
+}
+
+std::string Controller::file_role(const std::string& path) const {
+  if (path == history_->index_path()) return "History";
+  if (path == latency_->path()) return "Latency log";
+  return "File '" + path + "'";
 }
 
 void Controller::handle_event(const JobEvent& ev) {
@@ -262,7 +299,7 @@ void Controller::finish_job(const JobEvent& ev, JobView& v) {
     message(MsgLevel::Error, "Generation of " + label + " failed: " + ev.message);
   }
 
-  if (batch_ && !batch_->complete) {
+  if (batch_ && !batch_->complete && !batch_->report_pending) {
     Batch& b = *batch_;
     if (std::find(b.jobs.begin(), b.jobs.end(), ev.job) != b.jobs.end()) {
       b.finished++;
@@ -270,21 +307,15 @@ void Controller::finish_job(const JobEvent& ev, JobView& v) {
       if (ev.state == JobState::Failed) b.failed++;
       if (ev.state == JobState::Cancelled) b.cancelled++;
       b.records.push_back(rec);
-      if (b.finished == b.jobs.size()) {
-        b.complete = true;
-        try {
-          if (!b.csv_path.empty()) write_file_atomic(b.csv_path, records_csv(b.records));
-          if (!b.json_path.empty()) write_file_atomic(b.json_path, records_json(b.records));
-          message(MsgLevel::Info, "Batch of " + std::to_string(b.jobs.size()) + " prompts finished (" +
-                                      std::to_string(b.done) + " done, " + std::to_string(b.failed) + " failed); report: " +
-                                      (b.csv_path.empty() ? b.json_path : b.csv_path));
-        } catch (const std::exception& e) {
-          b.report_error = e.what();
-          message(MsgLevel::Error, std::string("Batch report not written: ") + e.what());
-        }
-      }
+      if (b.finished == b.jobs.size()) write_batch_report(b);
     }
   }
+}
+
+void Controller::write_batch_report(Batch& b) {
+  if (!b.csv_path.empty()) writer_->write(b.csv_path, records_csv(b.records));
+  if (!b.json_path.empty()) writer_->write(b.json_path, records_json(b.records));
+  b.report_pending = true;  // poll_writes() completes the batch once the writer is done
 }
 
 void Controller::warn_about_stats(const GenerationStats& st, const JobView& v) {

@@ -6,13 +6,17 @@
 // logic through a headless editor PluginHost.
 //
 // Threads: everything here runs on the editor's main thread. The worker (worker/) owns the model; frame() drains
-// its mailbox once per frame and never waits on it.
+// its mailbox once per frame and never waits on it. The history index, the latency log and batch reports go to a
+// BackgroundWriter (editor/fileio) owned here: frame() takes its failures without waiting (as messages; a batch
+// report's as the batch's report_error), and shutdown() waits until everything handed over is written.
 #pragma once
 #include "history/history.h"
 #include "latency/latency.h"
 #include "placement/placement.h"
 #include "settings/settings.h"
 #include "worker/worker.h"
+
+#include "fileio/background_writer.h"
 
 #include <cubeforge/editor/plugin_api.h>
 
@@ -71,7 +75,8 @@ struct Batch {
   std::vector<std::string> prompts;
   std::string csv_path, json_path;
   std::size_t finished = 0, done = 0, failed = 0, cancelled = 0;
-  bool complete = false;
+  bool complete = false;        // every job ended and the report was written (or report_error says why not)
+  bool report_pending = false;  // every job ended; the report is with the background writer
   std::string report_error;
   std::vector<LatencyRecord> records;
 };
@@ -82,6 +87,7 @@ struct ControllerOptions {
   std::string data_dir;                    // history/ and latency.jsonl; default: Host::config_dir()
   WorkerOptions worker;                    // wake and finish are filled in by the controller
   bool preload = true;                     // load the model at start
+  fileio::FaultHook write_hook;            // tests: the background writer's hook (park or fail its writes)
 };
 
 // check_prompt of one text against the loaded model, recomputed only when the text or the model changes.
@@ -178,7 +184,8 @@ class Controller {
   std::string default_report_path(const std::string& ext) const;
 
   // ---- batch (tester regression run) ----
-  // Queues one job per prompt with the current form; when all have ended, writes the CSV/JSON report.
+  // Queues one job per prompt with the current form; when all have ended, hands the CSV/JSON report to the
+  // background writer; the batch is complete once it is written (a frame or more later).
   // nice: CPU priority of the inference for these jobs (0 = normal: measures generation speed; default: the
   // interactive priority, which favours the UI).
   bool run_batch(const std::vector<std::string>& prompts, const std::string& csv, const std::string& json, bool place,
@@ -204,6 +211,11 @@ class Controller {
   void finish_done(const JobEvent& ev, const JobView& view, const std::string& label);
   void warn_about_stats(const GenerationStats& st, const JobView& view);
   std::string keep_in_history(const JobSpec& job, const JobOutput& out);  // the entry id, "" when not kept
+  void write_batch_report(Batch& b);  // to the background writer
+  // The background writer's outcome, without waiting: failures become messages (or the batch's report_error), a
+  // batch report written completes the batch. True while writes are outstanding.
+  bool poll_writes();
+  std::string file_role(const std::string& path) const;  // "History", "Latency log", ... (for messages)
   void save_settings_now();
   void default_spot();
 
@@ -237,6 +249,7 @@ class Controller {
   std::array<float, 3> gizmo_start_{1.f, 1.f, 1.f};
   int hit_handle(float x, float y) const;
 
+  std::shared_ptr<fileio::BackgroundWriter> writer_;  // shared with history_ and latency_
   std::unique_ptr<HistoryStore> history_;
   std::unique_ptr<LatencyLog> latency_;
   std::optional<Batch> batch_;

@@ -2,7 +2,7 @@
 #include "history/history.h"
 
 #include "history/thumbnail.h"
-#include "latency/latency.h"
+#include "latency/latency.h"  // iso_local_time_now
 #include "settings/settings.h"
 
 #include <cubeforge/error.h>
@@ -59,8 +59,10 @@ void save_result(const std::string& dir, const JobSpec& spec, JobOutput& out) {
   (void)spec;
 }
 
-HistoryStore::HistoryStore(std::string dir, std::size_t max_entries) : dir_(std::move(dir)), max_(max_entries) {
-  const fs::path index = fs::path(dir_) / "history.json";
+HistoryStore::HistoryStore(std::string dir, std::shared_ptr<fileio::BackgroundWriter> writer, std::size_t max_entries)
+    : dir_(std::move(dir)), max_(max_entries), writer_(std::move(writer)) {
+  if (!writer_) writer_ = std::make_shared<fileio::BackgroundWriter>();
+  const fs::path index = index_path();
   std::error_code ec;
   if (!fs::exists(index, ec)) return;
   try {
@@ -176,10 +178,12 @@ void HistoryStore::export_mesh_to(const std::string& id, const std::string& path
   export_mesh(*m, path, eo);
 }
 
+std::string HistoryStore::index_path() const { return (fs::path(dir_) / "history.json").string(); }
+
 void HistoryStore::save_index() const {
   json arr = json::array();
   for (const auto& e : entries_) arr.push_back(entry_json(e));
-  write_file_atomic((fs::path(dir_) / "history.json").string(), json{{"version", 1}, {"entries", arr}}.dump(1), false);
+  writer_->write(index_path(), json{{"version", 1}, {"entries", arr}}.dump(1));
 }
 
 }  // namespace cubeforge::ai

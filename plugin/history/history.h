@@ -5,10 +5,13 @@
 //   <dir>/<id>.glb            the placed mesh (base-centred, Y up, as placed)
 //   <dir>/<id>.png            its thumbnail (software-rendered, thumbnail.h)
 // Every file is written through a temporary + rename. save_result() is safe on any thread (the worker calls it
-// through WorkerOptions::finish); the HistoryStore object itself is UI-thread only. A corrupt index is moved aside
-// as history.json.bad and the history starts empty (reported in load_error()).
+// through WorkerOptions::finish); the HistoryStore object itself is UI-thread only and hands the index to a
+// background writer, so it never waits on the disk. A corrupt index is moved aside as history.json.bad and the
+// history starts empty (reported in load_error()).
 #pragma once
 #include "worker/job.h"
+
+#include "fileio/background_writer.h"
 
 #include <nlohmann/json.hpp>
 
@@ -40,8 +43,12 @@ void save_result(const std::string& dir, const JobSpec& spec, JobOutput& out);
 
 class HistoryStore {
  public:
-  explicit HistoryStore(std::string dir, std::size_t max_entries = 200);
+  // writer: takes the index writes (its take_failures() reports the ones that failed); null: a writer of the store's
+  // own, which writes what is pending when the store is destroyed.
+  explicit HistoryStore(std::string dir, std::shared_ptr<fileio::BackgroundWriter> writer = nullptr,
+                        std::size_t max_entries = 200);
   const std::string& dir() const { return dir_; }
+  std::string index_path() const;  // <dir>/history.json
   const std::string& load_error() const { return load_error_; }
   const std::vector<HistoryEntry>& entries() const { return entries_; }
   const HistoryEntry* find(const std::string& id) const;
@@ -54,7 +61,7 @@ class HistoryStore {
   std::shared_ptr<const Mesh> mesh(const std::string& id);
   std::shared_ptr<const RgbaImage> thumbnail(const std::string& id);  // null when none
   void export_mesh_to(const std::string& id, const std::string& path);  // any format mesh_io knows
-  void save_index() const;  // throws Error
+  void save_index() const;  // hands the index to the writer; returns at once
 
  private:
   HistoryEntry* find_mut(const std::string& id);
@@ -62,6 +69,7 @@ class HistoryStore {
   std::size_t max_;
   std::string load_error_;
   std::vector<HistoryEntry> entries_;
+  std::shared_ptr<fileio::BackgroundWriter> writer_;
 };
 
 }  // namespace cubeforge::ai

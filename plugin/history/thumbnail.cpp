@@ -1,8 +1,9 @@
 // Software thumbnail rasteriser and PNG I/O: see thumbnail.h.
 #include "history/thumbnail.h"
 
-#include "latency/latency.h"  // write_file_atomic
 #include "placement/placement.h"
+
+#include "fileio/atomic_file.h"
 
 #include <cubeforge/error.h>
 
@@ -124,7 +125,9 @@ void write_png(const RgbaImage& img, const std::string& path) {
   auto sink = [](void* ctx, void* bytes, int n) { static_cast<std::string*>(ctx)->append(static_cast<char*>(bytes), n); };
   if (!stbi_write_png_to_func(sink, &data, img.width, img.height, 4, img.rgba.data(), img.width * 4))
     throw Error("cannot encode PNG '" + path + "'");
-  write_file_atomic(path, data, false);
+  // On the worker thread (save_result): written now, without fsync, so the job's end does not wait on the disk.
+  fileio::create_parent_folders(path);
+  fileio::atomic_write_file(path, data, {}, /*durable=*/false);
 }
 
 RgbaImage read_png(const std::string& path) {

@@ -1,23 +1,17 @@
 // Latency records, percentiles, JSON-lines log and CSV/JSON export. See latency.h.
 #include "latency/latency.h"
 
+#include "fileio/atomic_file.h"
+
 #include <cubeforge/error.h>
 #include <nlohmann/json.hpp>
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <ctime>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 
-namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace cubeforge::ai {
@@ -246,8 +240,10 @@ std::string to_csv_row(const LatencyRecord& r) {
   return out;
 }
 
-LatencyLog::LatencyLog(std::string path, std::size_t keep) : path_(std::move(path)), keep_(keep) {
+LatencyLog::LatencyLog(std::string path, std::shared_ptr<fileio::BackgroundWriter> writer, std::size_t keep)
+    : path_(std::move(path)), keep_(keep), writer_(std::move(writer)) {
   if (path_.empty()) return;
+  if (!writer_) writer_ = std::make_shared<fileio::BackgroundWriter>();
   std::ifstream in(path_);
   for (std::string line; std::getline(in, line);) {
     if (line.empty()) continue;
@@ -263,24 +259,14 @@ LatencyLog::LatencyLog(std::string path, std::size_t keep) : path_(std::move(pat
 void LatencyLog::add(const LatencyRecord& r) {
   records_.push_back(r);
   if (records_.size() > keep_) records_.erase(records_.begin());
-  if (path_.empty()) return;
-  std::error_code ec;
-  fs::create_directories(fs::path(path_).parent_path(), ec);
-  // O_APPEND of one short line: concurrent editors cannot interleave inside it.
-  const std::string line = to_json(r) + "\n";
-  int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) return;
-  ssize_t n = ::write(fd, line.data(), line.size());
-  (void)n;
-  ::close(fd);
+  // Appended, not the whole log rewritten: one short line per job, however long the log. The writer keeps the
+  // appends in order (O_APPEND: concurrent editors cannot interleave inside a line).
+  if (!path_.empty()) writer_->append(path_, to_json(r) + "\n");
 }
 
 void LatencyLog::clear() {
   records_.clear();
-  if (!path_.empty()) {
-    std::error_code ec;
-    fs::remove(path_, ec);
-  }
+  if (!path_.empty()) writer_->write(path_, "");  // in order with the appends still waiting
 }
 
 std::string records_csv(const std::vector<LatencyRecord>& records) {
@@ -327,44 +313,14 @@ std::string records_json(const std::vector<LatencyRecord>& records) {
   return json{{"generator", "cubeforge AI sidebar"}, {"summary", summary}, {"jobs", arr}}.dump(2) + "\n";
 }
 
-void LatencyLog::export_csv(const std::string& path) const { write_file_atomic(path, records_csv(records_)); }
-void LatencyLog::export_json(const std::string& path) const { write_file_atomic(path, records_json(records_)); }
-
-void write_file_atomic(const std::string& path, const std::string& text, bool durable) {
-  if (path.empty()) throw Error("no output path given");
-  static std::atomic<unsigned> counter{0};
-  fs::path p(path);
-  std::error_code ec;
-  if (p.has_parent_path()) fs::create_directories(p.parent_path(), ec);
-  const fs::path tmp = p.parent_path() / ("." + p.filename().string() + ".tmp." + std::to_string(::getpid()) + "." +
-                                          std::to_string(counter++));
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error("cannot write '" + path + "': " + std::strerror(errno));
-  std::size_t off = 0;
-  while (off < text.size()) {
-    ssize_t n = ::write(fd, text.data() + off, text.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int err = errno;
-      ::close(fd);
-      fs::remove(tmp, ec);
-      throw Error("cannot write '" + path + "': " + std::strerror(err));
-    }
-    off += std::size_t(n);
-  }
-  const int sync_rc = durable ? ::fsync(fd) : 0;
-  const int sync_err = errno;
-  if (::close(fd) != 0 || sync_rc != 0) {
-    const int err = sync_rc != 0 ? sync_err : errno;
-    fs::remove(tmp, ec);
-    throw Error("cannot write '" + path + "': " + std::strerror(err));
-  }
-  fs::rename(tmp, p, ec);
-  if (ec) {
-    const std::string why = ec.message();
-    fs::remove(tmp, ec);
-    throw Error("cannot write '" + path + "': " + why);
-  }
+namespace {
+void export_file(const std::string& path, const std::string& text) {
+  fileio::create_parent_folders(path);
+  fileio::atomic_write_file(path, text);
 }
+}  // namespace
+
+void LatencyLog::export_csv(const std::string& path) const { export_file(path, records_csv(records_)); }
+void LatencyLog::export_json(const std::string& path) const { export_file(path, records_json(records_)); }
 
 }  // namespace cubeforge::ai

@@ -1,10 +1,13 @@
 // Latency figures for testers: one LatencyRecord per finished job (done, cancelled or failed; one record for all the
 // variations of a job), built from the library's GenerationStats plus what only the plugin sees (queue wait, UI
-// frame times while the job ran), and a LatencyLog that appends every record to a JSON-lines file and exports the
-// whole log as CSV or JSON.
+// frame times while the job ran), and a LatencyLog that appends every record to a JSON-lines file (through a
+// background writer, so the UI thread never waits on the disk) and exports the whole log as CSV or JSON.
 #pragma once
 #include "worker/job.h"
 
+#include "fileio/background_writer.h"
+
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -67,11 +70,16 @@ std::string records_json(const std::vector<LatencyRecord>& records);
 class LatencyLog {
  public:
   // path: JSON-lines file that every record is appended to (empty: memory only). Existing lines are read back.
-  explicit LatencyLog(std::string path = {}, std::size_t keep = 10000);
-  void add(const LatencyRecord& r);
+  // writer: takes the appends (its take_failures() reports the ones that failed); null: a writer of the log's own,
+  // which writes what is pending when the log is destroyed.
+  explicit LatencyLog(std::string path = {}, std::shared_ptr<fileio::BackgroundWriter> writer = nullptr,
+                      std::size_t keep = 10000);
+  const std::string& path() const { return path_; }
+  void add(const LatencyRecord& r);  // the line goes to the writer: never waits on the disk
   const std::vector<LatencyRecord>& records() const { return records_; }
-  void clear();  // memory and file
-  // The whole log as CSV / JSON. Atomic write; throws Error.
+  void clear();  // memory and file (emptied by the writer, after the lines still waiting)
+  // The whole log as CSV / JSON, written now (a user's export: its outcome is the answer). Atomic write, missing
+  // folders created; throws Error.
   void export_csv(const std::string& path) const;
   void export_json(const std::string& path) const;
 
@@ -79,10 +87,7 @@ class LatencyLog {
   std::string path_;
   std::size_t keep_;
   std::vector<LatencyRecord> records_;
+  std::shared_ptr<fileio::BackgroundWriter> writer_;
 };
-
-// Writes text to path through a temporary file in the same directory + rename (fsync first when durable), so
-// readers see the old or the new file, never a partial one. Creates missing parent folders. Throws cubeforge::Error.
-void write_file_atomic(const std::string& path, const std::string& text, bool durable = true);
 
 }  // namespace cubeforge::ai

@@ -1,13 +1,13 @@
 // Editor core: scene save/load round trip, atomic save under injected failures, bad scene files, mesh
-// import/export round trips through Assimp, picking, recovery files, settings and their background writer.
+// import/export round trips through Assimp, picking, recovery files, settings (written by the background writer).
 #include <gtest/gtest.h>
 
 #include "core/autosaver.h"
-#include "core/background_writer.h"
 #include "core/bvh.h"
 #include "core/document.h"
 #include "core/settings.h"
 #include "core_test_util.h"
+#include "slurp.h"
 
 #include <condition_variable>
 #include <cstdlib>
@@ -17,15 +17,9 @@
 
 using namespace cubeforge::editor;
 namespace fs = std::filesystem;
+using cftest::slurp;
 
 namespace {
-
-std::string slurp(const std::string& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 void build_sample(Document& doc) {
   EntityId a = doc.insert_part(PartKind::Block);
@@ -107,7 +101,7 @@ TEST(SceneIo, AtomicSaveSurvivesInjectedFailure) {
   std::string good = slurp(path);
   doc.insert_part(PartKind::Wedge);
   for (const char* stage : {"write", "rename"}) {
-    FaultHook hook = [&](const std::string& s, const std::string& p) { return !(s == stage && p == path); };
+    cubeforge::fileio::FaultHook hook = [&](const std::string& s, const std::string& p) { return !(s == stage && p == path); };
     EXPECT_THROW(doc.save(path, hook), cubeforge::Error) << stage;
     EXPECT_EQ(slurp(path), good) << "scene changed after a failed save at " << stage;
     EXPECT_TRUE(doc.dirty());
@@ -434,62 +428,6 @@ TEST(Recovery, AutosaveWritesACopyOnItsOwnThread) {
   failing.wait();  // before the recovery folder and the config dir go away
   Document::discard_recovery();
   ::unsetenv("CUBEFORGE_CONFIG_DIR");
-}
-
-// A writer thread parked inside a write (the test hook holds it at the "write" stage, as a stalled fsync would):
-// write() must still return, the newest content of a path must win over the ones handed over while it was parked,
-// and flush() must wait for the last one.
-TEST(BackgroundWriter, WriteNeverWaitsForTheDiskAndTheNewestContentWins) {
-  cftest::TempDir dir;
-  const std::string path = dir / "a.json";
-  std::mutex mu;
-  std::condition_variable cv;
-  bool parked = false, release = false;
-  std::vector<std::string> written;  // the file names of the writes the writer started, in order
-  FaultHook hook = [&](const std::string& stage, const std::string& p) {
-    if (stage != "write") return true;
-    std::unique_lock lk(mu);
-    written.push_back(fs::path(p).filename().string());
-    parked = true;
-    cv.notify_all();
-    cv.wait_for(lk, std::chrono::seconds(30), [&] { return release; });  // bounded: a write() that waited here fails below
-    return true;
-  };
-  BackgroundWriter w(hook);
-  w.write(path, "v1");
-  {
-    std::unique_lock lk(mu);
-    ASSERT_TRUE(cv.wait_for(lk, std::chrono::seconds(30), [&] { return parked; })) << "the writer never started";
-  }
-  // parked inside the first write: these calls return although the writer cannot take them yet
-  w.write(path, "v2");
-  w.write(path, "v3");
-  w.write((dir.path / "sub" / "b.json").string(), "b");
-  {
-    std::lock_guard lk(mu);
-    release = true;
-  }
-  cv.notify_all();
-  EXPECT_TRUE(w.flush());
-  EXPECT_EQ(slurp(path), "v3");
-  EXPECT_EQ(slurp((dir.path / "sub" / "b.json").string()), "b") << "the folder is created by the writer";
-  std::lock_guard lk(mu);
-  // two writes of a.json (v1, then v3: v2 was replaced before it was written) and one of b.json
-  EXPECT_EQ(written, (std::vector<std::string>{"a.json", "a.json", "b.json"}));
-}
-
-TEST(BackgroundWriter, FailuresAreReportedAndTheDestructorWritesWhatIsPending) {
-  cftest::TempDir dir;
-  std::ofstream(dir / "file") << "x";
-  {
-    BackgroundWriter w;
-    w.write((dir.path / "file" / "s.json").string(), "{}");  // its folder is a file: the write fails
-    EXPECT_FALSE(w.flush());
-    EXPECT_NE(w.last_error().find("s.json"), std::string::npos) << w.last_error();
-    EXPECT_TRUE(w.flush()) << "a flush reports the failures since the last one";
-    w.write(dir / "late.json", "late");
-  }  // no flush: the destructor writes it
-  EXPECT_EQ(slurp(dir / "late.json"), "late");
 }
 
 TEST(Settings, ChangesReachTheFileThroughTheBackgroundWriter) {

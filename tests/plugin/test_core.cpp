@@ -1,6 +1,7 @@
 // GL-free pieces of the AI plugin: placement math, bbox range checks, form/spec JSON (variations included),
-// latency percentiles and the CSV/JSON report (one record for a job's variations), the history store (files,
-// reopen, corrupt index, one entry per variation), the software thumbnail, model-dir checks.
+// latency percentiles and the CSV/JSON report (one record for a job's variations), the log's lines through the
+// background writer, the history store (files, reopen, corrupt index, one entry per variation), the software
+// thumbnail, model-dir checks.
 #include "appearance/prompt_colour.h"
 #include "fake_backend.h"
 #include "history/history.h"
@@ -10,6 +11,7 @@
 #include "settings/settings.h"
 #include "worker/cube3d_backend.h"
 #include "worker_test_util.h"
+#include "write_gate.h"
 
 #include <cubeforge/error.h>
 #include <gtest/gtest.h>
@@ -18,6 +20,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 #include <unistd.h>
 
 using namespace cubeforge;
@@ -305,7 +308,8 @@ TEST(AiLatency, RecordCsvJsonAndPersistence) {
   EXPECT_TRUE(fs::exists(tmp.path / "out" / "r.csv"));
   EXPECT_TRUE(fs::exists(tmp.path / "out" / "r.json"));
   // Unwritable target: a clear error, no partial file.
-  EXPECT_THROW(write_file_atomic("/proc/forbidden/x.csv", "x"), Error);
+  EXPECT_THROW(again.export_csv("/proc/forbidden/x.csv"), Error);
+  EXPECT_THROW(again.export_json(""), Error);
 }
 
 // One record for a job of several variations: tokens, shape stages, faces summed; TPOT from the gaps inside each
@@ -373,6 +377,42 @@ TEST(AiLatency, OneRecordForAllVariations) {
   EXPECT_EQ(LatencyLog(path).records()[0].variations, 1);
 }
 
+// The log's lines go to the background writer: add() returns while the writer is parked in the first append, the
+// lines land in order after the release, and clear() empties the file after the lines still waiting.
+TEST(AiLatency, LinesGoThroughTheWriterInOrder) {
+  TempDir tmp;
+  const std::string path = (tmp.path / "logs" / "log.jsonl").string();
+  cftest::WriteGate gate;
+  auto writer = std::make_shared<fileio::BackgroundWriter>([&](const std::string& stage, const std::string&) {
+    if (stage == "append") gate.park();
+    return true;
+  });
+  LatencyLog log(path, writer);
+  LatencyRecord r;
+  for (JobId job : {1, 2, 3}) {
+    r.job = job;
+    log.add(r);
+  }
+  ASSERT_TRUE(gate.wait_parked());
+  EXPECT_NE(gate.parked_on(), std::this_thread::get_id());
+  EXPECT_EQ(log.records().size(), 3u);
+  EXPECT_FALSE(fs::exists(path)) << "written while the writer was parked";
+  gate.release();
+  ASSERT_TRUE(writer->flush()) << writer->last_error();
+  const auto back = LatencyLog(path).records();
+  ASSERT_EQ(back.size(), 3u);
+  EXPECT_EQ(back[0].job, 1u);
+  EXPECT_EQ(back[2].job, 3u);
+  r.job = 4;
+  log.add(r);
+  log.clear();
+  r.job = 5;
+  log.add(r);
+  ASSERT_TRUE(writer->flush());
+  ASSERT_EQ(LatencyLog(path).records().size(), 1u);
+  EXPECT_EQ(LatencyLog(path).records()[0].job, 5u);
+}
+
 TEST(AiThumbnail, RendersTheShapeOverTheBackground) {
   RgbaImage img = render_thumbnail(box_mesh(2, 0.5f, 1.f, 0.3f), 64);
   ASSERT_EQ(img.width, 64);
@@ -412,8 +452,9 @@ TEST(AiHistory, SaveReopenPlaceExportDelete) {
     HistoryStore h(dir);
     id = h.add(spec, *out);
     EXPECT_EQ(id, out->saved_id);
-  }
-  HistoryStore h(dir);
+  }  // its own writer: the index is written when the store goes
+  auto writer = std::make_shared<fileio::BackgroundWriter>();
+  HistoryStore h(dir, writer);
   ASSERT_TRUE(h.load_error().empty()) << h.load_error();
   ASSERT_EQ(h.entries().size(), 1u);
   const HistoryEntry& e = h.entries()[0];
@@ -433,6 +474,7 @@ TEST(AiHistory, SaveReopenPlaceExportDelete) {
   EXPECT_TRUE(h.remove(id));
   EXPECT_FALSE(fs::exists(fs::path(dir) / (id + ".glb")));
   EXPECT_FALSE(fs::exists(fs::path(dir) / (id + ".png")));
+  EXPECT_TRUE(writer->flush()) << "the index went to the writer given";
   EXPECT_TRUE(HistoryStore(dir).entries().empty());
 }
 

@@ -3,8 +3,7 @@
 // with the error shown; click-to-place through the viewport input hook; the ghost preview overlay; history actions
 // and persistence across restarts; settings saved on change; batch runs writing the latency report; variations (one
 // history entry per variation with its own seed, the first placed as one undo step, the top-p check).
-#include "../fake_backend.h"
-#include "host_fixture.h"
+#include "fake_setup.h"
 
 #include <algorithm>
 #include <fstream>
@@ -21,48 +20,6 @@ ControllerOptions fake_options(std::shared_ptr<FakeBackend> be) {
   o.default_model_dir = "fake:default";
   return o;
 }
-
-// The fake backend's directories are not real folders: skip the on-disk layout check by pointing the default
-// model at a real (empty but complete-looking) directory.
-std::string make_fake_model_dir(const fs::path& root) {
-  const fs::path d = root / "fake-model";
-  fs::create_directories(d / "clip");
-  for (const char* f : {"config.yaml", "shape_gpt.safetensors", "shape_tokenizer.safetensors"}) std::ofstream(d / f) << "x";
-  for (const char* f : {"config.json", "model.safetensors", "vocab.json", "merges.txt"}) std::ofstream(d / "clip" / f) << "x";
-  return d.string();
-}
-
-// FakeBackend accepts only "fake:" directories; this one maps a real directory to the fake model.
-class DirFakeBackend : public FakeBackend {
- public:
-  std::string real_dir;
-  std::unique_ptr<LoadedModel> load(const std::string& dir, const LoadProgress& p, const CancelToken* c) override {
-    return FakeBackend::load(dir == real_dir ? "fake:" + dir : dir, p, c);
-  }
-};
-
-struct FakeSetup {
-  ScopedConfigDir cfg;
-  std::shared_ptr<DirFakeBackend> be = std::make_shared<DirFakeBackend>();
-  std::unique_ptr<Editor> ed;
-  explicit FakeSetup(const std::string& tag, const std::function<void(FakeScript&)>& script = {}) : cfg(tag) {
-    be->real_dir = make_fake_model_dir(cfg.dir);
-    if (script) script(be->script);
-    ControllerOptions o;
-    o.backend = be;
-    o.default_model_dir = be->real_dir;
-    ed = std::make_unique<Editor>(o);
-    EXPECT_TRUE(ed->wait_model());
-  }
-  void restart() {
-    ed.reset();
-    ControllerOptions o;
-    o.backend = be;
-    o.default_model_dir = be->real_dir;
-    ed = std::make_unique<Editor>(o);
-    EXPECT_TRUE(ed->wait_model());
-  }
-};
 
 class CollectOverlay : public editor::OverlayDraw {
  public:

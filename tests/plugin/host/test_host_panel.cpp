@@ -1,26 +1,15 @@
 // The ImGui panel driven headlessly (an ImGui context without a renderer; draw data is built and dropped): it draws
 // in every state, scripted typing goes through the real prompt widget and Ctrl+Enter generates, Esc cancels, and
 // the controls are disabled while a job runs.
-#include "../fake_backend.h"
-#include "host_fixture.h"
+#include "fake_setup.h"
 
 #include <imgui.h>
-
-#include <fstream>
 
 using namespace cubeforge;
 using namespace cubeforge::ai;
 using namespace cubeforge::ai::testing;
 
 namespace {
-
-class DirFake : public FakeBackend {
- public:
-  std::string real_dir;
-  std::unique_ptr<LoadedModel> load(const std::string& dir, const LoadProgress& p, const CancelToken* c) override {
-    return FakeBackend::load(dir == real_dir ? "fake:" + dir : dir, p, c);
-  }
-};
 
 struct ImGuiHarness {
   ImGuiContext* ctx;
@@ -42,15 +31,11 @@ struct ImGuiHarness {
 
 struct PanelSetup {
   ScopedConfigDir cfg;
-  std::shared_ptr<DirFake> be = std::make_shared<DirFake>();
+  std::shared_ptr<DirFakeBackend> be = std::make_shared<DirFakeBackend>();
   ImGuiHarness gui;
   std::unique_ptr<Editor> ed;
   explicit PanelSetup(const std::string& tag) : cfg(tag) {
-    const fs::path d = cfg.dir / "model";
-    fs::create_directories(d / "clip");
-    for (const char* f : {"config.yaml", "shape_gpt.safetensors", "shape_tokenizer.safetensors"}) std::ofstream(d / f) << "x";
-    for (const char* f : {"config.json", "model.safetensors", "vocab.json", "merges.txt"}) std::ofstream(d / "clip" / f) << "x";
-    be->real_dir = d.string();
+    be->real_dir = make_fake_model_dir(cfg.dir);
     be->script.use_bbox = true;
     ControllerOptions o;
     o.backend = be;

@@ -1,11 +1,10 @@
-// BackgroundWriter: one writer thread per instance, a map of pending contents by path.
-#include "background_writer.h"
+// Owns BackgroundWriter (background_writer.h): one writer thread per instance, a map of pending jobs by path.
+#include "fileio/background_writer.h"
 
 #include <exception>
-#include <filesystem>
 #include <utility>
 
-namespace cubeforge::editor {
+namespace cubeforge::fileio {
 
 BackgroundWriter::~BackgroundWriter() {
   {
@@ -19,7 +18,18 @@ BackgroundWriter::~BackgroundWriter() {
 void BackgroundWriter::write(const std::string& path, std::string bytes) {
   {
     std::lock_guard lk(m_);
-    pending_[path] = std::move(bytes);
+    pending_[path] = Job{std::move(bytes), false};
+    if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+  }
+  work_cv_.notify_one();
+}
+
+void BackgroundWriter::append(const std::string& path, const std::string& bytes) {
+  {
+    std::lock_guard lk(m_);
+    auto [it, fresh] = pending_.try_emplace(path);
+    if (fresh) it->second.append = true;
+    it->second.bytes += bytes;  // a waiting whole write grows by it; waiting appends are joined
     if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
   }
   work_cv_.notify_one();
@@ -38,6 +48,24 @@ std::string BackgroundWriter::last_error() const {
   return error_;
 }
 
+bool BackgroundWriter::busy() const {
+  std::lock_guard lk(m_);
+  return !pending_.empty() || writing_;
+}
+
+std::map<std::string, std::string> BackgroundWriter::take_failures() {
+  std::lock_guard lk(m_);
+  return std::exchange(failures_, {});
+}
+
+void BackgroundWriter::perform(const std::string& path, const Job& job) const {
+  create_parent_folders(path);  // a failure shows in the write
+  if (job.append)
+    append_to_file(path, job.bytes, hook_);
+  else
+    atomic_write_file(path, job.bytes, hook_);
+}
+
 void BackgroundWriter::run() {
   std::unique_lock lk(m_);
   for (;;) {
@@ -48,10 +76,7 @@ void BackgroundWriter::run() {
     lk.unlock();
     std::string error;
     try {
-      const std::filesystem::path parent = std::filesystem::path(node.key()).parent_path();
-      std::error_code ec;
-      if (!parent.empty()) std::filesystem::create_directories(parent, ec);  // a failure shows in the write
-      atomic_write_file(node.key(), node.mapped(), hook_);
+      perform(node.key(), node.mapped());
     } catch (const std::exception& e) {
       error = e.what();
     }
@@ -59,10 +84,11 @@ void BackgroundWriter::run() {
     writing_ = false;
     if (!error.empty()) {
       failed_ = true;
-      error_ = std::move(error);
+      error_ = error;
+      failures_[node.key()] = std::move(error);
     }
     if (pending_.empty()) idle_cv_.notify_all();
   }
 }
 
-}  // namespace cubeforge::editor
+}  // namespace cubeforge::fileio
