@@ -83,18 +83,4 @@ TEST(MlpLayout, TaggedPartialsAreWrittenOnceAndEachSumReadsEveryBlock) {
   }
 }
 
-// The ring's depth by card (session 36): the H100's peak bandwidth gets the deeper ring measured there, the H200's and
-// an unknown one keep the 5 slots measured on the H200.
-TEST(MlpLayout, RingDepthFollowsTheMemorysPeakBandwidth) {
-  const double h100 = peak_memory_bandwidth(2619000, 5120), h200 = peak_memory_bandwidth(3201000, 6144);
-  EXPECT_NEAR(h100, 3.352e12, 1e9);
-  EXPECT_NEAR(h200, 4.916e12, 1e9);
-  EXPECT_EQ(peak_memory_bandwidth(0, 5120), 0.0);
-  for (int r = 1; r <= 16; ++r) {
-    EXPECT_EQ(mlp_ring_depth(r, h100), r <= 2 ? 7 : 6) << r << " rows";
-    EXPECT_EQ(mlp_ring_depth(r, h200), 5) << r << " rows";
-    EXPECT_EQ(mlp_ring_depth(r, 0.0), 5) << r << " rows";
-  }
-}
-
 }  // namespace

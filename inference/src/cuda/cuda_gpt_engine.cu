@@ -14,6 +14,7 @@
 
 #include "cubeforge/cuda_gpt.h"
 #include "cublas_check.h"
+#include "gpt_card_rules.h"
 #include "gpt_generic.h"
 #include "gpt_kernels.cuh"
 #include "token_stream.h"
@@ -286,8 +287,9 @@ struct CudaGptEngine::Impl {
   // qkv with its third item in shared memory (Gemv1QkvSm) up to this many rows (measurement knob
   // CUBEFORGE_GPT_QKV_SM_ROWS; session 11 measured it at 8 rows +1%, before the fused MLP and the attention refactor)
   int qkv_sm_rows = 2;
-  // Session 24 knobs: CUBEFORGE_GPT_EARLY_TRIG bit 0 = the attention, bit 1 = the o-proj launch their successor at
-  // their start (pdl_early_trigger); CUBEFORGE_GPT_OPROJ_BLOCKS caps the o-proj's grid (0: one block per tile)
+  // early_trig: bit 0 = the attention, bit 1 = the o-proj launch their successor at their start (pdl_early_trigger);
+  // by card (early_trigger_bits, gpt_card_rules.h: the attention's on the H100), measurement knob
+  // CUBEFORGE_GPT_EARLY_TRIG (session 24). CUBEFORGE_GPT_OPROJ_BLOCKS caps the o-proj's grid (0: one block per tile)
   int early_trig = 0, oproj_blocks = 0;
   // The one-round qkv's grid cap (Gemv1::run's max_grid) at <= qkv_sm_rows rows / at more rows (measurement knobs
   // CUBEFORGE_GPT_QKV_BLOCKS / _QKV_BLOCKS_WIDE). Session 25: at 3-8 rows the fewest blocks (192 for 576 items, each
@@ -317,7 +319,7 @@ struct CudaGptEngine::Impl {
   // +0.2% / +0.4% at one prompt. Session 36 (H100, 3.0 TB/s of copy bandwidth against the H200's 4.3): a deeper ring
   // pays there, two rounds each against 5 slots: at one prompt 6 slots -0.4% / -0.3% (v0.1 / v0.5), 7 -0.5% / -0.9%,
   // 8 -0.4% / -1.1%; at batch 4 6 slots -0.3% / -0.2%, 7 and 8 +0.1%. So where the memory's peak bandwidth is under
-  // 4 TB/s: 7 slots up to 2 rows, 6 above (mlp_ring_depth, gpt_mlp_layout.h).
+  // 4 TB/s: 7 slots up to 2 rows, 6 above (mlp_ring_depth, gpt_card_rules.h).
   double peak_bw = 0;  // bytes/s (peak_memory_bandwidth), 0 if the device does not say
   int mlp_slots(int r) const {
     int n = mlp_slots_env > 0 ? std::min(mlp_slots_env, MLP_MAXSLOTS) : mlp_ring_depth(r, peak_bw);
@@ -1157,6 +1159,7 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
         cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, 0) == cudaSuccess)
       m.peak_bw = peak_memory_bandwidth(mem_khz, bus_bits);
   }
+  m.early_trig = early_trigger_bits(m.peak_bw);
   m.diag_no_attn = (opts.variant & kVarNoAttn) != 0;  // diagnostics, timing only: no attention kernels
   m.diag_l2w = (opts.variant & kVarL2Weights) != 0;   // diagnostics, timing only: every GEMV reads the same 2 MB
   m.diag_tl = (opts.variant & kVarTimeline) != 0;
@@ -1223,10 +1226,11 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
   if (opts.verbose)
     std::fprintf(stderr,
                  "cubeforge cuda: %s: weights %.2f GiB (bf16 arena, wte fp32), KV cache %.2f GiB for %d rows, "
-                 "total VRAM %.2f GiB; loaded in %.1f s; memory peak %.0f GB/s: MLP ring %d slots at 2 rows, %d at 8\n",
+                 "total VRAM %.2f GiB; loaded in %.1f s; memory peak %.0f GB/s: MLP ring %d slots at 2 rows, %d at 8, "
+                 "early triggers %d (bit 0 attention, bit 1 o-proj)\n",
                  m.dev_name.c_str(), m.weights_bytes / 1073741824.0, m.kv_bytes / 1073741824.0, m.Rmax,
                  m.mem.bytes() / 1073741824.0, (now_ms() - t0) / 1000.0, m.peak_bw / 1e9, m.mlp_slots(2),
-                 m.mlp_slots(8));
+                 m.mlp_slots(8), m.early_trig);
   return e;
 }
 

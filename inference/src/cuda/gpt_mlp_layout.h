@@ -39,19 +39,6 @@ CF_MLP_HD constexpr size_t ring_ln_smem(int maxslots, int nst, int slot_bytes, i
   return 2 * (size_t)maxslots * 8 + (size_t)nst * slot_bytes + (size_t)2 * R * (MLP_D + 32) * 2 + 16 * 8;
 }
 
-// The memory's peak bandwidth in bytes/s from the device's memory clock (kHz) and bus width (bits), two transfers per
-// clock: H100 SXM 2619 MHz x 5120 bits = 3.35e12, H200 3201 MHz x 6144 bits = 4.92e12; 0 where either is unknown.
-constexpr double peak_memory_bandwidth(int mem_khz, int bus_bits) {
-  return mem_khz > 0 && bus_bits > 0 ? 1e3 * mem_khz * bus_bits * 2.0 / 8.0 : 0.0;
-}
-// The fused MLP's ring slots at r rows before the shared-memory limit trims them (the engine's mlp_slots). Measured
-// (docs/cuda-gpt.md, sessions 15, 23 and 36): on the H200 (4.9 TB/s peak) 5 beat 6 at one prompt and at batch 4; on
-// the H100 (3.35 TB/s), where a block's 24 KB stage stays in flight longer, 7 slots were best at one prompt and 6 at
-// 3-8 rows. So below 4 TB/s 7 / 6, else (and where the bandwidth is unknown) 5.
-constexpr int mlp_ring_depth(int r, double peak_bw) {
-  return peak_bw > 0.0 && peak_bw < 4e12 ? (r <= 2 ? 7 : 6) : 5;
-}
-
 // The one-prompt kernel's final sum (gpt_mlp.cuh, TAGS). Partials: one tagged 64-bit word per output group n8,
 // block b, row r < MLP_TAG_ROWS and column c < 8 of the group, all rows of a (group, block) together, so a reducer's
 // item (group, subset s, output o = 8 r + c) reads blocks s, s + MLP_SUBSETS, ... as mlp_tag_off(n8, s, 0, o) +
