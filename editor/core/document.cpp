@@ -310,8 +310,7 @@ void Document::write_recovery() { write_recovery_of(scene_, path_); }
 
 void Document::write_recovery_of(const Scene& scene, const std::string& original, const fileio::FaultHook& hook) {
   fs::path p = recovery_scene_path();
-  std::error_code ec;
-  fs::create_directories(p.parent_path(), ec);
+  fileio::create_parent_folders(p.string());
   save_scene(scene, p.string(), hook);
   nlohmann::json info{{"original", original}};
   fileio::atomic_write_file((p.parent_path() / "recovery.json").string(), info.dump(), hook);

@@ -8,11 +8,10 @@
 #include "core/settings.h"
 #include "core_test_util.h"
 #include "slurp.h"
+#include "write_gate.h"
 
-#include <condition_variable>
 #include <cstdlib>
 #include <fstream>
-#include <mutex>
 #include <sstream>
 
 using namespace cubeforge::editor;
@@ -382,31 +381,18 @@ TEST(Recovery, AutosaveWritesACopyOnItsOwnThread) {
   Document doc(log);
   build_sample(doc);
   const size_t n = doc.scene().size();
-  std::mutex mu;
-  std::condition_variable cv;
-  bool parked = false, release = false;
+  cftest::WriteGate gate;  // bounded park: a start() that waited fails below instead of hanging
   Autosaver saver([&](const std::string& stage, const std::string&) {
-    if (stage != "write") return true;
-    std::unique_lock lk(mu);
-    parked = true;
-    cv.notify_all();
-    cv.wait_for(lk, std::chrono::seconds(30), [&] { return release; });  // bounded: a start() that waited fails below
+    if (stage == "write") gate.park();
     return true;
   });
   ASSERT_TRUE(saver.start(doc.scene(), "/somewhere/scene.cfscene", 7));
-  {
-    std::unique_lock lk(mu);
-    ASSERT_TRUE(cv.wait_for(lk, std::chrono::seconds(30), [&] { return parked; })) << "the write never started";
-  }
+  ASSERT_TRUE(gate.wait_parked()) << "the write never started";
   EXPECT_TRUE(saver.busy());
   EXPECT_FALSE(saver.take_finished());
   doc.insert_part(PartKind::Block, Vec3{9, 0, 0});  // a change while the copy is being written
   EXPECT_FALSE(saver.start(doc.scene(), "", 8)) << "one write at a time";
-  {
-    std::lock_guard lk(mu);
-    release = true;
-  }
-  cv.notify_all();
+  gate.release();
   saver.wait();
   auto fin = saver.take_finished();
   ASSERT_TRUE(fin);

@@ -1017,7 +1017,7 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
   m.split_dec = (opts.variant & kVarBf16Dec) ? 0 : 1;  // bit 4: decode GEMV activations bf16 only (no lo part)
   m.split_pre = (opts.variant & kVarBf16Pre) ? 0 : 1;  // bit 5: prefill GEMM activations bf16 only (no lo part)
   m.smem_optin = prop.sharedMemPerBlockOptin;
-  {  // the memory's peak bandwidth: the MLP ring's depth (mlp_slots)
+  {  // the memory's peak bandwidth: the per-card defaults (gpt_card_rules.h: the MLP ring's depth, early triggers)
     int mem_khz = 0, bus_bits = 0;
     if (cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, 0) == cudaSuccess &&
         cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, 0) == cudaSuccess)
