@@ -36,13 +36,15 @@ double now_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// One stream's weights in the arena: a dual block's x (shape) or c (cond) side, or the single block.
+struct StreamW {
+  bf16 *qkv = nullptr, *vb = nullptr, *o = nullptr, *ob = nullptr, *gu = nullptr, *gub = nullptr, *dn = nullptr,
+       *dnb = nullptr;
+  float *qn = nullptr, *kn = nullptr;
+};
+
 struct LayerW {
-  bf16 *x_qkv = nullptr, *x_vb = nullptr, *x_o = nullptr, *x_ob = nullptr, *x_gu = nullptr, *x_gub = nullptr,
-       *x_dn = nullptr, *x_dnb = nullptr;
-  float *x_qn = nullptr, *x_kn = nullptr;
-  bf16 *c_qkv = nullptr, *c_vb = nullptr, *c_o = nullptr, *c_ob = nullptr, *c_gu = nullptr, *c_gub = nullptr,
-       *c_dn = nullptr, *c_dnb = nullptr;
-  float *c_qn = nullptr, *c_kn = nullptr;
+  StreamW x, c;  // cond_pre_only: c.qkv holds k|v (2*D*D), c.vb their biases (2*D), c.kn only
   bool cond_pre_only = false;
 };
 
@@ -65,7 +67,7 @@ struct CudaGptEngine::Impl {
   std::string dev_name;
 
   std::vector<LayerW> layers;
-  LayerW single;
+  StreamW single;
   bf16* lm = nullptr;
   float* wte = nullptr;
 
@@ -246,50 +248,34 @@ struct CudaGptEngine::Impl {
       used += bytes;
       return p;
     };
+    auto carve_stream = [&](StreamW& w) {  // this order and these sizes place every weight of the arena
+      w.qkv = (bf16*)carve((size_t)3 * D * D * 2);
+      w.vb = (bf16*)carve(D * 2);
+      w.qn = (float*)carve(HD * 4);
+      w.kn = (float*)carve(HD * 4);
+      w.o = (bf16*)carve((size_t)D * D * 2);
+      w.ob = (bf16*)carve(D * 2);
+      w.gu = (bf16*)carve((size_t)2 * F * D * 2);
+      w.gub = (bf16*)carve(2 * F * 2);
+      w.dn = (bf16*)carve((size_t)D * F * 2);
+      w.dnb = (bf16*)carve(D * 2);
+    };
     auto plan = [&]() {
       used = 0;
       layers.assign(L, LayerW{});
       for (int l = 0; l < L; ++l) {
         LayerW& w = layers[l];
         w.cond_pre_only = (l == L - 1);
-        w.x_qkv = (bf16*)carve((size_t)3 * D * D * 2);
-        w.x_vb = (bf16*)carve(D * 2);
-        w.x_qn = (float*)carve(HD * 4);
-        w.x_kn = (float*)carve(HD * 4);
-        w.x_o = (bf16*)carve((size_t)D * D * 2);
-        w.x_ob = (bf16*)carve(D * 2);
-        w.x_gu = (bf16*)carve((size_t)2 * F * D * 2);
-        w.x_gub = (bf16*)carve(2 * F * 2);
-        w.x_dn = (bf16*)carve((size_t)D * F * 2);
-        w.x_dnb = (bf16*)carve(D * 2);
+        carve_stream(w.x);
         if (!w.cond_pre_only) {
-          w.c_qkv = (bf16*)carve((size_t)3 * D * D * 2);
-          w.c_vb = (bf16*)carve(D * 2);
-          w.c_qn = (float*)carve(HD * 4);
-          w.c_kn = (float*)carve(HD * 4);
-          w.c_o = (bf16*)carve((size_t)D * D * 2);
-          w.c_ob = (bf16*)carve(D * 2);
-          w.c_gu = (bf16*)carve((size_t)2 * F * D * 2);
-          w.c_gub = (bf16*)carve(2 * F * 2);
-          w.c_dn = (bf16*)carve((size_t)D * F * 2);
-          w.c_dnb = (bf16*)carve(D * 2);
+          carve_stream(w.c);
         } else {
-          w.c_qkv = (bf16*)carve((size_t)2 * D * D * 2);
-          w.c_vb = (bf16*)carve(2 * D * 2);
-          w.c_kn = (float*)carve(HD * 4);
+          w.c.qkv = (bf16*)carve((size_t)2 * D * D * 2);
+          w.c.vb = (bf16*)carve(2 * D * 2);
+          w.c.kn = (float*)carve(HD * 4);
         }
       }
-      LayerW& w = single;
-      w.x_qkv = (bf16*)carve((size_t)3 * D * D * 2);
-      w.x_vb = (bf16*)carve(D * 2);
-      w.x_qn = (float*)carve(HD * 4);
-      w.x_kn = (float*)carve(HD * 4);
-      w.x_o = (bf16*)carve((size_t)D * D * 2);
-      w.x_ob = (bf16*)carve(D * 2);
-      w.x_gu = (bf16*)carve((size_t)2 * F * D * 2);
-      w.x_gub = (bf16*)carve(2 * F * 2);
-      w.x_dn = (bf16*)carve((size_t)D * F * 2);
-      w.x_dnb = (bf16*)carve(D * 2);
+      carve_stream(single);
       lm = (bf16*)carve((size_t)Vs * D * 2);
       wte = (float*)carve((size_t)V * D * 4);
     };
@@ -354,55 +340,45 @@ struct CudaGptEngine::Impl {
       CF_CUDA(cudaMemcpyAsync(dst, v.data(), v.size() * 4, cudaMemcpyHostToDevice, stream));
       CF_CUDA(cudaStreamSynchronize(stream));
     };
-    auto pre = [&](const std::string& pfx, bf16* qkv, bf16* vb, float* qn, float* kn) {
-      up(qkv, pfx + "c_qk.weight", {2 * D, D});
-      up(qkv + (size_t)2 * D * D, pfx + "c_v.weight", {D, D});  // blocked: 8-row groups, so the offset still holds
-      bias(vb, pfx + "c_v.bias", D);
-      f32(qn, pfx + "q_norm.weight", {HD});
-      f32(kn, pfx + "k_norm.weight", {HD});
-    };
-    auto mlp = [&](const std::string& pfx, bf16* gu, bf16* gub, bf16* dn, bf16* dnb) {
-      up(gu, pfx + "gate_proj.weight", {F, D}, 1);
-      up(gu, pfx + "up_proj.weight", {F, D}, 2);
-      bias(gub, pfx + "gate_proj.bias", F, 1);
-      bias(gub, pfx + "up_proj.bias", F, 2);
+    // One stream (x, c or single) under the caller's blocked_now: attention pre-projections, c_proj, MLP.
+    auto upload_stream = [&](const StreamW& w, const std::string& pre, const std::string& proj,
+                             const std::string& mlp) {
+      up(w.qkv, pre + "c_qk.weight", {2 * D, D});
+      up(w.qkv + (size_t)2 * D * D, pre + "c_v.weight", {D, D});  // blocked: 8-row groups, so the offset still holds
+      bias(w.vb, pre + "c_v.bias", D);
+      f32(w.qn, pre + "q_norm.weight", {HD});
+      f32(w.kn, pre + "k_norm.weight", {HD});
+      up(w.o, proj + "weight", {D, D});
+      bias(w.ob, proj + "bias", D);
+      up(w.gu, mlp + "gate_proj.weight", {F, D}, 1);
+      up(w.gu, mlp + "up_proj.weight", {F, D}, 2);
+      bias(w.gub, mlp + "gate_proj.bias", F, 1);
+      bias(w.gub, mlp + "up_proj.bias", F, 2);
       const int keep = blocked_now;
       if (blocked_now && mlp_on) blocked_now = 2;
-      up(dn, pfx + "down_proj.weight", {D, F});
+      up(w.dn, mlp + "down_proj.weight", {D, F});
       blocked_now = keep;
-      bias(dnb, pfx + "down_proj.bias", D);
+      bias(w.dnb, mlp + "down_proj.bias", D);
     };
     for (int l = 0; l < L; ++l) {
       LayerW& w = layers[l];
       const std::string b = "transformer.dual_blocks." + std::to_string(l) + ".";
       blocked_now = blocked;
-      pre(b + "attn.pre_x.", w.x_qkv, w.x_vb, w.x_qn, w.x_kn);
-      up(w.x_o, b + "post_1.c_proj.weight", {D, D});
-      bias(w.x_ob, b + "post_1.c_proj.bias", D);
-      mlp(b + "post_1.mlp.", w.x_gu, w.x_gub, w.x_dn, w.x_dnb);
+      upload_stream(w.x, b + "attn.pre_x.", b + "post_1.c_proj.", b + "post_1.mlp.");
       blocked_now = 0;
       if (!w.cond_pre_only) {
-        pre(b + "attn.pre_c.", w.c_qkv, w.c_vb, w.c_qn, w.c_kn);
-        up(w.c_o, b + "post_2.c_proj.weight", {D, D});
-        bias(w.c_ob, b + "post_2.c_proj.bias", D);
-        mlp(b + "post_2.mlp.", w.c_gu, w.c_gub, w.c_dn, w.c_dnb);
+        upload_stream(w.c, b + "attn.pre_c.", b + "post_2.c_proj.", b + "post_2.mlp.");
       } else {
-        up(w.c_qkv, b + "attn.pre_c.c_k.weight", {D, D});
-        up(w.c_qkv + (size_t)D * D, b + "attn.pre_c.c_v.weight", {D, D});
-        bias(w.c_vb, b + "attn.pre_c.c_k.bias", D);
-        bias(w.c_vb + D, b + "attn.pre_c.c_v.bias", D);
-        f32(w.c_kn, b + "attn.pre_c.k_norm.weight", {HD});
+        up(w.c.qkv, b + "attn.pre_c.c_k.weight", {D, D});
+        up(w.c.qkv + (size_t)D * D, b + "attn.pre_c.c_v.weight", {D, D});
+        bias(w.c.vb, b + "attn.pre_c.c_k.bias", D);
+        bias(w.c.vb + D, b + "attn.pre_c.c_v.bias", D);
+        f32(w.c.kn, b + "attn.pre_c.k_norm.weight", {HD});
       }
     }
     blocked_now = blocked;
-    {
-      LayerW& w = single;
-      const std::string b = "transformer.single_blocks.0.";
-      pre(b + "attn.", w.x_qkv, w.x_vb, w.x_qn, w.x_kn);
-      up(w.x_o, b + "attn.c_proj.weight", {D, D});
-      bias(w.x_ob, b + "attn.c_proj.bias", D);
-      mlp(b + "mlp.", w.x_gu, w.x_gub, w.x_dn, w.x_dnb);
-    }
+    const std::string sb = "transformer.single_blocks.0.";
+    upload_stream(single, sb + "attn.", sb + "attn.c_proj.", sb + "mlp.");
     up(lm, "lm_head.weight", {V, D}, 0, Vs);
     blocked_now = 0;
     f32(wte, "transformer.wte.weight", {V, D});
@@ -536,33 +512,33 @@ struct CudaGptEngine::Impl {
     const int eb = std::min<long>(4096, ((long)M * D + 255) / 256);
     const dim3 agrid(R, H, (s + 3) / 4);
     for (int l = 0; l < L; ++l) {
-      const LayerW& w = layers[l];
+      const StreamW& w = layers[l].c;
       bf16* k_l = kc_layer(kc, l);
       bf16* v_l = kc_layer(vc, l);
       ln_rows_kernel<<<M, 256, 0, stream>>>(pc, pact, cfg.eps, loD);
       CF_CUDA(cudaGetLastError());
-      if (!w.cond_pre_only) {
-        gemm(pact, Mg, D, w.c_qkv, 3 * D, pacc);
-        cond_qkv_post_kernel<<<dim3(M, H), 128, 0, stream>>>(pacc, 3 * D, sp ? (long)M * 3 * D : 0, w.c_vb, 0, w.c_qn,
-                                                             w.c_kn, s, Tdual, pq, k_l, v_l);
+      if (!layers[l].cond_pre_only) {
+        gemm(pact, Mg, D, w.qkv, 3 * D, pacc);
+        cond_qkv_post_kernel<<<dim3(M, H), 128, 0, stream>>>(pacc, 3 * D, sp ? (long)M * 3 * D : 0, w.vb, 0, w.qn,
+                                                             w.kn, s, Tdual, pq, k_l, v_l);
         CF_CUDA(cudaGetLastError());
         cond_attn_kernel<<<agrid, 128, 0, stream>>>(pq, k_l, v_l, s, Tdual, patt, loD);
         CF_CUDA(cudaGetLastError());
-        gemm(patt, Mg, D, w.c_o, D, pacc);
-        bias_resid_kernel<<<eb, 256, 0, stream>>>(pacc, loD, w.c_ob, pc, (long)M * D);
+        gemm(patt, Mg, D, w.o, D, pacc);
+        bias_resid_kernel<<<eb, 256, 0, stream>>>(pacc, loD, w.ob, pc, (long)M * D);
         CF_CUDA(cudaGetLastError());
         ln_rows_kernel<<<M, 256, 0, stream>>>(pc, pact, cfg.eps, loD);
         CF_CUDA(cudaGetLastError());
-        gemm(pact, Mg, D, w.c_gu, 2 * F, pacc);
-        swiglu_rows_kernel<<<4096, 256, 0, stream>>>(pacc, sp ? (long)M * 2 * F : 0, w.c_gub, pact, loF, M);
+        gemm(pact, Mg, D, w.gu, 2 * F, pacc);
+        swiglu_rows_kernel<<<4096, 256, 0, stream>>>(pacc, sp ? (long)M * 2 * F : 0, w.gub, pact, loF, M);
         CF_CUDA(cudaGetLastError());
-        gemm(pact, Mg, F, w.c_dn, D, pacc);
-        bias_resid_kernel<<<eb, 256, 0, stream>>>(pacc, loD, w.c_dnb, pc, (long)M * D);
+        gemm(pact, Mg, F, w.dn, D, pacc);
+        bias_resid_kernel<<<eb, 256, 0, stream>>>(pacc, loD, w.dnb, pc, (long)M * D);
         CF_CUDA(cudaGetLastError());
       } else {
-        gemm(pact, Mg, D, w.c_qkv, 2 * D, pacc);
-        cond_qkv_post_kernel<<<dim3(M, H), 128, 0, stream>>>(pacc, 2 * D, sp ? (long)M * 2 * D : 0, w.c_vb, 1, nullptr,
-                                                             w.c_kn, s, Tdual, pq, k_l, v_l);
+        gemm(pact, Mg, D, w.qkv, 2 * D, pacc);
+        cond_qkv_post_kernel<<<dim3(M, H), 128, 0, stream>>>(pacc, 2 * D, sp ? (long)M * 2 * D : 0, w.vb, 1, nullptr,
+                                                             w.kn, s, Tdual, pq, k_l, v_l);
         CF_CUDA(cudaGetLastError());
       }
     }
@@ -585,14 +561,14 @@ struct CudaGptEngine::Impl {
     return p;
   }
 
-  void block_step(const LayerW& w, bf16* k_l, bf16* v_l, int T, int coff, int maxs, bool attn, const float* add2,
+  void block_step(const StreamW& w, bf16* k_l, bf16* v_l, int T, int coff, int maxs, bool attn, const float* add2,
                   float* save_y) {
     const bool pdl = opts.pdl;
     if (attn) {
       GemvParams q = base_params();
-      q.W = w.x_qkv;
+      q.W = w.qkv;
       q.N = 3 * D;
-      q.bias = w.x_vb;
+      q.bias = w.vb;
       q.bias_from = 2 * D;
       q.out_f = qkv;
       q.ld_out = QKV_LD;
@@ -605,8 +581,8 @@ struct CudaGptEngine::Impl {
         GemvQkv::run(q, stream, pdl, nsm);
       AttnParams a = {};
       a.qkv = qkv;
-      a.qnorm = w.x_qn;
-      a.knorm = w.x_kn;
+      a.qnorm = w.qn;
+      a.knorm = w.kn;
       a.kc = k_l;
       a.vc = v_l;
       a.T = T;
@@ -626,11 +602,11 @@ struct CudaGptEngine::Impl {
         launch(R <= attn_spread_rows ? attn_decode_kernel<true> : attn_decode_kernel<false>, dim3(maxs, H, R),
                dim3(128), 0, stream, pdl, a);
       GemvParams o = base_params();
-      o.W = w.x_o;
+      o.W = w.o;
       o.N = D;
       o.A = att;
       o.A_lo = att_lo;
-      o.bias = w.x_ob;
+      o.bias = w.ob;
       o.save_y = save_y;
       o.early_trig = (early_trig >> 1) & 1;
       diag_slots(o, single_now ? "s.oproj" : "oproj");
@@ -641,10 +617,10 @@ struct CudaGptEngine::Impl {
       m.g = base_params();
       m.g.add2 = add2;
       diag_slots(m.g, single_now ? "s.mlp" : "mlp");
-      m.Wgu = w.x_gu;
-      m.bgu = w.x_gub;
-      m.Wdn = w.x_dn;
-      m.bdn = w.x_dnb;
+      m.Wgu = w.gu;
+      m.bgu = w.gub;
+      m.Wdn = w.dn;
+      m.bdn = w.dnb;
       m.part = mlp_part;
       m.tagged = mlp_tagged;
       m.ctr = mlp_ctr;
@@ -660,20 +636,20 @@ struct CudaGptEngine::Impl {
       return;
     }
     GemvParams g = base_params();
-    g.W = w.x_gu;
+    g.W = w.gu;
     g.N = 2 * F;
-    g.bias = w.x_gub;
+    g.bias = w.gub;
     g.out = hbuf;
     g.out_lo = hbuf_lo;
     g.ld_out = F;
     diag_slots(g, single_now ? "s.gateup" : "gateup");
     if (!Gemv1GateUp::run(g, stream, pdl, nsm)) GemvGateUp::run(g, stream, pdl, nsm);
     GemvParams d = base_params();
-    d.W = w.x_dn;
+    d.W = w.dn;
     d.N = D;
     d.A = hbuf;
     d.A_lo = hbuf_lo;
-    d.bias = w.x_dnb;
+    d.bias = w.dnb;
     d.add2 = add2;
     diag_slots(d, single_now ? "s.down" : "down");
     if (!Gemv1Down::run(d, stream, pdl, nsm)) GemvDown::run(d, stream, pdl, nsm);
@@ -692,7 +668,7 @@ struct CudaGptEngine::Impl {
       cur_layer = l;
       const bool last = (l == L - 1);
       const float* add2 = (last && !k.step0 && !k.causal) ? sconst : nullptr;
-      block_step(layers[l], kc_layer(kc, l), kc_layer(vc, l), Tdual, s, maxs_dual, true, add2, nullptr);
+      block_step(layers[l].x, kc_layer(kc, l), kc_layer(vc, l), Tdual, s, maxs_dual, true, add2, nullptr);
     }
     const bool sattn = k.step0 || k.causal;
     single_now = true;
