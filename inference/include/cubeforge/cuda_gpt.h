@@ -113,7 +113,9 @@ class CudaGptEngine {
 
   // cond: host fp32 [rows, cond_len, D] (already through text_proj / bbox_proj). With cfg, rows = 2P: rows [0,P) are
   // the conditional rows and [P,2P) the unconditional ones (P prompts or P variations of one prompt). Without cfg
-  // rows = P. Runs the cond stream of every block (KV slots 0..s-1). Returns the device time in ms (CUDA events).
+  // rows = P. Runs the cond stream of every block (KV slots 0..s-1). Where every prompt's rows equal the first's
+  // bitwise (variations of one prompt), only the first prompt's rows are computed and their slots copied to the
+  // others (CUBEFORGE_GPT_PREFILL_SHARE=0: every row). Returns the device time in ms (CUDA events).
   // The cond cache stays valid: generate() may be called several times after one prefill (e.g. other seeds).
   double prefill(const float* cond, int rows, bool cfg);
 

@@ -1,5 +1,6 @@
-// CUDA GPT engine: bf16 weight arena, cond-stream prefill (cuBLAS), fused decode step (gpt_kernels.cuh) captured as
-// CUDA graphs of several steps, tokens streamed through mapped pinned memory + events. See docs/cuda-gpt.md.
+// CUDA GPT engine: bf16 weight arena, cond-stream prefill (cuBLAS; repeated prompts computed once), fused decode step
+// (gpt_kernels.cuh) captured as CUDA graphs of several steps, tokens streamed through mapped pinned memory + events.
+// See docs/cuda-gpt.md.
 #include <cublas_v2.h>
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include "gpt_generic.h"
 #include "gpt_gemv_launch.cuh"
 #include "gpt_kernels.cuh"
+#include "prefill_rows.h"
 #include "token_stream.h"
 
 namespace cubeforge::cuda {
@@ -214,8 +216,14 @@ struct CudaGptEngine::Impl {
   std::map<std::tuple<int, bool, bool, bool, int>, cudaGraphExec_t> graphs;
   // Session 24: the prefill (run_cond_stream: ~250 launches, 4 of 11 per layer cuBLAS GEMMs) captured once per row
   // count and replayed; CUBEFORGE_GPT_PREFILL_GRAPH=0 (or a capture that fails) keeps the eager launches.
-  std::map<int, cudaGraphExec_t> prefill_graphs;
+  // Keyed by (R, Rpre).
+  std::map<std::pair<int, int>, cudaGraphExec_t> prefill_graphs;
   bool prefill_graph_on = true;
+  // Session 38: the rows the prefill computes (prefill_rows.h): R, or the first prompt's rows when every prompt repeats
+  // them (variations of one prompt), whose KV slots are then copied to the other rows. CUBEFORGE_GPT_PREFILL_SHARE=0
+  // computes every row (measurement and check knob).
+  int Rpre = 0;
+  bool prefill_share = true;
 
   ~Impl() {
     for (auto& kv : graphs) cudaGraphExecDestroy(kv.second);
@@ -491,11 +499,11 @@ struct CudaGptEngine::Impl {
   // The prefill graph of the current row count (captured on first use), or null: eager prefill.
   cudaGraphExec_t prefill_graph() {
     if (!prefill_graph_on) return nullptr;
-    auto it = prefill_graphs.find(R);
+    auto it = prefill_graphs.find({R, Rpre});
     if (it != prefill_graphs.end()) return it->second;
     try {
       cudaGraphExec_t exec = capture_graph(stream, [&] { run_cond_stream(); });
-      prefill_graphs[R] = exec;
+      prefill_graphs[{R, Rpre}] = exec;
       return exec;
     } catch (const cubeforge::Error& e) {
       std::fprintf(stderr, "cubeforge cuda: prefill graph capture failed (%s); eager prefill\n", e.what());
@@ -504,13 +512,15 @@ struct CudaGptEngine::Impl {
     }
   }
 
+  // The cond stream of rows [0, Rpre) into the caches (laid out for R rows), then, where Rpre < R, their slots copied
+  // to the other prompts' rows: with CFG row 1 (uncond) to [P, 2P) first, since row 1 is itself a cond row's place.
   void run_cond_stream() {
-    const int M = R * s;
+    const int M = Rpre * s;
     const bool sp = split_pre != 0;
     const int Mg = sp ? 2 * M : M;  // GEMM rows: hi parts, then lo parts
     const long loD = sp ? (long)M * D : 0, loF = sp ? (long)M * F : 0;
     const int eb = std::min<long>(4096, ((long)M * D + 255) / 256);
-    const dim3 agrid(R, H, (s + 3) / 4);
+    const dim3 agrid(Rpre, H, (s + 3) / 4);
     for (int l = 0; l < L; ++l) {
       const StreamW& w = layers[l].c;
       bf16* k_l = kc_layer(kc, l);
@@ -541,6 +551,15 @@ struct CudaGptEngine::Impl {
                                                              w.kn, s, Tdual, pq, k_l, v_l);
         CF_CUDA(cudaGetLastError());
       }
+    }
+    if (Rpre < R) {
+      const size_t lstride = (size_t)R * H * Tdual * HD;
+      if (cfg_on) {  // rows [0, 2) computed: cond at 0, uncond at 1
+        cond_rows_copy_kernel<<<dim3(L, H, P), 256, 0, stream>>>(kc, vc, lstride, Tdual, s, 1, P);
+        CF_CUDA(cudaGetLastError());
+      }
+      cond_rows_copy_kernel<<<dim3(L, H, P - 1), 256, 0, stream>>>(kc, vc, lstride, Tdual, s, 0, 1);
+      CF_CUDA(cudaGetLastError());
     }
   }
 
@@ -1008,6 +1027,7 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
   m.diag_hash = (opts.variant & kVarHash) != 0;
   if (const char* qs = std::getenv("CUBEFORGE_GPT_QKV_SM_ROWS")) m.qkv_sm_rows = std::atoi(qs);
   if (const char* pg = std::getenv("CUBEFORGE_GPT_PREFILL_GRAPH")) m.prefill_graph_on = std::string(pg) != "0";
+  if (const char* ps = std::getenv("CUBEFORGE_GPT_PREFILL_SHARE")) m.prefill_share = std::string(ps) != "0";
   if (const char* et = std::getenv("CUBEFORGE_GPT_EARLY_TRIG")) m.early_trig = std::atoi(et) & 3;
   if (const char* ob = std::getenv("CUBEFORGE_GPT_OPROJ_BLOCKS")) m.oproj_blocks = std::max(0, std::atoi(ob));
   if (const char* qb = std::getenv("CUBEFORGE_GPT_QKV_BLOCKS")) m.qkv_blocks = std::max(0, std::atoi(qb));
@@ -1082,8 +1102,15 @@ double CudaGptEngine::prefill(const float* cond, int rows, bool cfg) {
   m.P = P;
   m.cfg_on = cfg;
   m.prefilled = false;
-  CF_CUDA(cudaMemcpyAsync(m.pc, cond, (size_t)rows * m.s * D * 4, cudaMemcpyHostToDevice, m.stream));
-  cudaGraphExec_t g = m.prefill_graph();  // captured (first use of this row count) before the timed region
+  const size_t row = (size_t)m.s * D;
+  m.Rpre = m.prefill_share ? prefill_rows_to_compute(cond, rows, cfg, row) : rows;
+  if (m.Rpre == rows) {
+    CF_CUDA(cudaMemcpyAsync(m.pc, cond, rows * row * 4, cudaMemcpyHostToDevice, m.stream));
+  } else {  // the first prompt's rows: cond (and uncond, row P of the input)
+    CF_CUDA(cudaMemcpyAsync(m.pc, cond, row * 4, cudaMemcpyHostToDevice, m.stream));
+    if (cfg) CF_CUDA(cudaMemcpyAsync(m.pc + row, cond + P * row, row * 4, cudaMemcpyHostToDevice, m.stream));
+  }
+  cudaGraphExec_t g = m.prefill_graph();  // captured (first use of these row counts) before the timed region
   const float ms = timed_on_stream(m.stream, [&] {
     if (g) CF_CUDA(cudaGraphLaunch(g, m.stream));
     else m.run_cond_stream();

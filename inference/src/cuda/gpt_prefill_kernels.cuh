@@ -1,6 +1,6 @@
 // Kernels outside the decode step: step-0 row initialisation, the load-time fp32 -> bf16 conversion (blocked layout,
 // gate/up interleave) and the cond-stream prefill's LayerNorm / q-k norm + RoPE + KV write / attention / residual /
-// SwiGLU kernels around its cuBLAS GEMMs.
+// SwiGLU kernels around its cuBLAS GEMMs, and the copy of shared prefill rows.
 #pragma once
 #include "gpt_device.cuh"
 
@@ -157,6 +157,23 @@ __global__ void swiglu_rows_kernel(const float* acc, long lo_in, const bf16* bia
     const float h = gv / (1.f + __expf(-gv)) * uv;
     if (lo_out) split_store(out, out + lo_out, i, h);
     else out[i] = __float2bfloat16_rn(h);
+  }
+}
+
+// Shared prefill (prefill_rows.h): copies the cond slots 0..s-1 of cache row `src` to rows dst0 .. dst0 + gridDim.z - 1
+// in every layer, keys and values. grid (L, H, rows to fill), 256 threads; layers `lstride` elements apart, rows
+// H * T * HD. A row's slots are s * HD contiguous bf16 (256-byte aligned), copied 16 bytes at a time.
+__global__ void __launch_bounds__(256) cond_rows_copy_kernel(bf16* kc, bf16* vc, size_t lstride, int T, int s, int src,
+                                                             int dst0) {
+  const size_t layer = (size_t)blockIdx.x * lstride, h = blockIdx.y;
+  const size_t from = layer + ((size_t)src * H + h) * T * HD;
+  const size_t to = layer + ((dst0 + blockIdx.z) * (size_t)H + h) * T * HD;
+  const int n = s * HD / 8;  // uint4 words
+  const uint4 *ks = reinterpret_cast<const uint4*>(kc + from), *vs = reinterpret_cast<const uint4*>(vc + from);
+  uint4 *kd = reinterpret_cast<uint4*>(kc + to), *vd = reinterpret_cast<uint4*>(vc + to);
+  for (int i = threadIdx.x; i < n; i += blockDim.x) {
+    kd[i] = ks[i];
+    vd[i] = vs[i];
   }
 }
 
