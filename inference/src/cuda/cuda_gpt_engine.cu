@@ -213,7 +213,7 @@ struct CudaGptEngine::Impl {
   int R = 0, P = 0;
   bool cfg_on = false, prefilled = false;
   int tf_step = 0;
-  std::map<std::tuple<int, bool, bool, bool, int>, cudaGraphExec_t> graphs;
+  std::map<std::tuple<int, bool, bool, bool, int, int>, cudaGraphExec_t> graphs;
   // Session 24: the prefill (run_cond_stream: ~250 launches, 4 of 11 per layer cuBLAS GEMMs) captured once per row
   // count and replayed; CUBEFORGE_GPT_PREFILL_GRAPH=0 (or a capture that fails) keeps the eager launches.
   // Keyed by (R, Rpre).
@@ -224,6 +224,11 @@ struct CudaGptEngine::Impl {
   // computes every row (measurement and check knob).
   int Rpre = 0;
   bool prefill_share = true;
+  // and the decode attention then reads every prompt's cond slots from the first prompt's rows (AttnParams::
+  // prefix_rows): P with CFG, R without; 0 (own rows) where the prefill computed every row.
+  // CUBEFORGE_GPT_PREFIX_SHARE=0: own rows always (measurement knob).
+  bool prefix_share = true;
+  int prefix_rows() const { return prefix_share && Rpre < R ? (cfg_on ? P : R) : 0; }
 
   ~Impl() {
     for (auto& kv : graphs) cudaGraphExecDestroy(kv.second);
@@ -606,6 +611,7 @@ struct CudaGptEngine::Impl {
       a.vc = v_l;
       a.T = T;
       a.coff = coff;
+      a.prefix_rows = coff > 0 ? prefix_rows() : 0;
       a.slot0_only = 0;
       a.rope = rope;
       a.dyn = dyn;
@@ -618,8 +624,10 @@ struct CudaGptEngine::Impl {
       a.early_trig = early_trig & 1;
       diag_slots(a, single_now ? "s.attn" : "attn");
       if (!diag_no_attn)
-        launch(R <= attn_spread_rows ? attn_decode_kernel<true> : attn_decode_kernel<false>, dim3(maxs, H, R),
-               dim3(128), 0, stream, pdl, a);
+        launch(R <= attn_spread_rows ? attn_decode_kernel<true, false>
+               : a.prefix_rows       ? attn_decode_kernel<false, true>
+                                     : attn_decode_kernel<false, false>,
+               dim3(maxs, H, R), dim3(128), 0, stream, pdl, a);
       GemvParams o = base_params();
       o.W = w.o;
       o.N = D;
@@ -723,7 +731,7 @@ struct CudaGptEngine::Impl {
   }
 
   cudaGraphExec_t graph(bool causal, bool topp, int steps, double* capture_ms) {
-    const auto key = std::make_tuple(R, cfg_on, causal, topp, steps);
+    const auto key = std::make_tuple(R, cfg_on, causal, topp, steps, prefix_rows());
     auto it = graphs.find(key);
     if (it != graphs.end()) return it->second;
     const double t0 = now_ms();
@@ -1028,6 +1036,7 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
   if (const char* qs = std::getenv("CUBEFORGE_GPT_QKV_SM_ROWS")) m.qkv_sm_rows = std::atoi(qs);
   if (const char* pg = std::getenv("CUBEFORGE_GPT_PREFILL_GRAPH")) m.prefill_graph_on = std::string(pg) != "0";
   if (const char* ps = std::getenv("CUBEFORGE_GPT_PREFILL_SHARE")) m.prefill_share = std::string(ps) != "0";
+  if (const char* ps = std::getenv("CUBEFORGE_GPT_PREFIX_SHARE")) m.prefix_share = std::string(ps) != "0";
   if (const char* et = std::getenv("CUBEFORGE_GPT_EARLY_TRIG")) m.early_trig = std::atoi(et) & 3;
   if (const char* ob = std::getenv("CUBEFORGE_GPT_OPROJ_BLOCKS")) m.oproj_blocks = std::max(0, std::atoi(ob));
   if (const char* qb = std::getenv("CUBEFORGE_GPT_QKV_BLOCKS")) m.qkv_blocks = std::max(0, std::atoi(qb));

@@ -26,6 +26,8 @@ struct AttnParams {
   int early_trig;      // 1: launch the successor before this kernel's own wait (pdl_early_trigger)
   unsigned long long* tl;  // diagnostics only: timeline stamps (TlStamp) or null
   HashLog hl;              // diagnostics only (CF_DIAG_HASH): output hashes
+  int prefix_rows;  // 0: every row reads its own cond slots [0, coff); P > 0 (a shared prefill, prefill_rows.h):
+                    // rows [0, P) read row 0's, rows [P, R) row P's, the same bits, so repeated prefixes hit in L2
 };
 constexpr int ATT_MAXSPLIT = 128;  // splits per (row, head) the combine's shared arrays hold (host-checked)
 // o words a combining thread polls per round: attn_combine_one (8) / attn_combine_spread (4: 6 and 8 spill at the 64
@@ -100,12 +102,17 @@ struct KvRegs {
 // The cached keys / values of split `split` of (row r, head h) this lane multiplies: keys j0 + 8 warp .. + 7, four
 // dimensions each (zero past the prefix and at the current slot, whose values come from this step's qkv).
 // FULL: a split before the last (every key inside the prefix, none the current slot): no per-key conditions.
-template <bool FULL>
+// REMAP: a split wholly inside the cond slots [0, coff) reads them from the row prefix_rows names (AttnParams); the
+// split that holds slot coff reads its row's own copies, the same bits (one base address per block: a per-key choice
+// of two spilled more at the 8-row kernel's 64 registers). The last split holds the current slot, so never remaps.
+template <bool FULL, bool REMAP>
 __device__ __forceinline__ void attn_load_kv(const AttnParams& p, const AttnStep& st, int r, int h, int split,
                                              KvRegs& kv) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int j0 = split * ACH;
-  const size_t base = (size_t)(r * H + h) * p.T * HD;
+  const int rr =
+      !(FULL && REMAP) || p.prefix_rows == 0 || j0 + ACH > p.coff ? r : r < p.prefix_rows ? 0 : p.prefix_rows;
+  const size_t base = (size_t)(rr * H + h) * p.T * HD;
 #pragma unroll
   for (int kk = 0; kk < AKPW; ++kk) {
     const int j = j0 + warp * AKPW + kk;
@@ -366,7 +373,10 @@ __device__ __forceinline__ void attn_split(const AttnParams& p, const AttnStep& 
 // griddepcontrol.wait (earlier steps wrote them).
 // This launch's epoch for (r, h) is one past the last combining launch's (which completed before this one started:
 // every kernel between them waited for its predecessor).
-template <bool SPREAD>
+// REMAP (session 38): the splits wholly inside the cond slots read them from the rows p.prefix_rows names (a shared
+// prefill); a kernel of its own because the remap costs the 8-row kernel a spilled register (4 bytes) that rows with
+// their own prefixes should not pay.
+template <bool SPREAD, bool REMAP>
 __global__ void __launch_bounds__(128, 8) attn_decode_kernel(const AttnParams p) {
   const int split = blockIdx.x, h = blockIdx.y, r = blockIdx.z;
   const TlStamp tls(p.tl);
@@ -378,11 +388,11 @@ __global__ void __launch_bounds__(128, 8) attn_decode_kernel(const AttnParams p)
   const unsigned ep = __ldcg(p.ep + r * H + h) + 1u;
   KvRegs kv;
   if (split < st.nsplit - 1) {  // block-uniform: the splits before the last take the condition-free path
-    attn_load_kv<true>(p, st, r, h, split, kv);
+    attn_load_kv<true, REMAP>(p, st, r, h, split, kv);
     pdl_handoff(tls);
     attn_split<SPREAD, true>(p, st, r, h, split, kv, ep);
   } else {
-    attn_load_kv<false>(p, st, r, h, split, kv);
+    attn_load_kv<false, false>(p, st, r, h, split, kv);
     pdl_handoff(tls);
     attn_split<SPREAD, false>(p, st, r, h, split, kv, ep);
   }
