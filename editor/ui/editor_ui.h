@@ -1,6 +1,7 @@
 // The editor window's ImGui layer: fixed Studio-like layout (menu bar; Explorer left; viewport centre with Output
 // below; plugin sidebar + Properties right; status bar), keyboard shortcuts, viewport camera/picking/gizmo input,
-// file dialogs (path prompts), drag-and-drop import, and the viewport render into the Renderer's framebuffer.
+// file dialogs (path prompts), drag-and-drop import, and the viewport render into the Renderer's framebuffer. One class,
+// defined by concern: editor_ui.cpp (frame, layout, shortcuts, menus), scene_panels.cpp, viewport_panel.cpp, popups.cpp.
 #pragma once
 #include "core/settings.h"
 #include "gizmo.h"
