@@ -18,7 +18,9 @@ for f in inference/src/cuda/cuda_gpt_engine.cu inference/src/cuda/cuda_gpt_refer
   o="$OUT_DIR/obj/$(basename "$f" .cu).o"
   "$NVCC" "${NVFLAGS[@]}" -c "$f" -o "$o" > "$o.log" 2>&1 & pids+=($!)
 done
-g++ "${CXXFLAGS[@]}" -I"$CUDA_INC" -c inference/cli/cmd_bench.cpp -o "$OUT_DIR/obj/cmd_bench.o"
+for f in cmd_bench cmd_cuda_check gpt_synthetic; do
+  g++ "${CXXFLAGS[@]}" -I"$CUDA_INC" -c inference/cli/$f.cpp -o "$OUT_DIR/obj/$f.o"
+done
 g++ "${CXXFLAGS[@]}" -c inference/cli/main.cpp -o "$OUT_DIR/obj/main.o"
 rc=0
 for p in "${pids[@]}"; do wait "$p" || rc=1; done

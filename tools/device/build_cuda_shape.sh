@@ -23,7 +23,8 @@ SRCS=(inference/src/core/cpu_ops.cpp inference/src/core/safetensors.cpp inferenc
       inference/src/core/weights.cpp inference/src/shape/codebook.cpp inference/src/shape/occupancy.cpp
       inference/src/shape/shape_kernels.cpp inference/src/shape/shape_model.cpp inference/src/mesh/analytic_fields.cpp
       inference/src/mesh/marching_cubes.cpp inference/src/mesh/mesh_metrics.cpp inference/src/mesh/occupancy_grid.cpp
-      inference/cli/main.cpp inference/cli/cmd_bench_shape_cuda.cpp inference/cli/cmd_bench.cpp)
+      inference/cli/main.cpp inference/cli/cmd_bench_shape_cuda.cpp inference/cli/cmd_bench.cpp
+      inference/cli/cmd_cuda_check.cpp inference/cli/gpt_synthetic.cpp)
 
 # compile in parallel, JOBS at a time; the .cu files first (slowest)
 pids=()
