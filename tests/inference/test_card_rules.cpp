@@ -1,5 +1,5 @@
 // The CUDA decode's per-card defaults (inference/src/cuda/gpt_card_rules.h), checked on the host: the H100's and the
-// H200's memory clock and bus width give the settings measured best on each (docs/cuda-gpt.md, sessions 36 and 37),
+// H200's memory clock and bus width give the settings measured best on each (docs/cuda-gpt.md, sessions 36-38),
 // and a device that does not report them keeps the H200's.
 #include <gtest/gtest.h>
 

@@ -501,7 +501,7 @@ struct CudaGptEngine::Impl {
                          C, CUDA_R_32F, Nn, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   }
 
-  // The prefill graph of the current row count (captured on first use), or null: eager prefill.
+  // The prefill graph of the current rows and computed rows (captured on first use), or null: eager prefill.
   cudaGraphExec_t prefill_graph() {
     if (!prefill_graph_on) return nullptr;
     auto it = prefill_graphs.find({R, Rpre});
