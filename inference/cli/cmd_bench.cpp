@@ -14,6 +14,7 @@
 namespace {
 
 using cubeforge::cli::fnv1a;
+using cubeforge::cli::percentile;
 using namespace cubeforge::cli::gpt_bench;
 
 #ifdef CUBEFORGE_HAVE_CUDA
@@ -63,7 +64,8 @@ int run_bench(int argc, char** argv) {
     GenerateStats st;
     auto toks = eng->generate(o, &st);
     const double tpot = st.decode_ms / (pr.N - 1);
-    Row r{name, pre, st.step0_ms, tpot, pct(st.chunk_ms, 0.5), pct(st.chunk_ms, 0.99),
+    const std::vector<double> chunk_ms(st.chunk_ms.begin(), st.chunk_ms.end());
+    Row r{name, pre, st.step0_ms, tpot, percentile(chunk_ms, 0.5), percentile(chunk_ms, 0.99),
           pre + st.step0_ms + st.decode_ms, st.capture_ms, bytes / (tpot * 1e-3) / copy_bw * 100.0};
     std::printf("%-34s prefill %.2f ms + step0 %.3f ms, TPOT %.4f ms (p50 %.4f p99 %.4f per %s), object %.1f ms, "
                 "capture %.0f ms, wall %.1f ms, bw %.0f%% of copy; tokens[0..3] %d %d %d %d, digest %016llx\n",

@@ -2,7 +2,6 @@
 #include "gpt_synthetic.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
@@ -181,13 +180,6 @@ void check_mlp_words(const HashLogView& run, int num_tokens) {
   std::printf("HASHES: MLP launches whose weights differ from step 1's: gate/up stages requested before the wait "
               "%d%s, other gate/up stages %d%s, down-proj %d%s\n", nbad[5], where[5].c_str(), nbad[6],
               where[6].c_str(), nbad[7], where[7].c_str());
-}
-
-double pct(std::vector<float> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t i = std::min(v.size() - 1, (size_t)std::floor(q * (v.size() - 1) + 0.5));
-  return v[i];
 }
 #endif
 

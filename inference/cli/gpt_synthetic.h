@@ -66,8 +66,6 @@ void print_hash_difference(const HashLogView& run, const HashLogView& ref);
 // Within one run, per fused-MLP launch: the weights it took from its rings (words 5: gate/up stages requested before
 // the wait, 6: the other gate/up stages, 7: the down-proj) are the same in every step: how many launches differ.
 void check_mlp_words(const HashLogView& run, int num_tokens);
-// Nearest-rank percentile q of v (0 for an empty list).
-double pct(std::vector<float> v, double q);
 #endif
 
 }  // namespace cubeforge::cli::gpt_bench
