@@ -1,5 +1,5 @@
 // The CUDA decode's per-card defaults (inference/src/cuda/gpt_card_rules.h), checked on the host: the H100's and the
-// H200's memory clock and bus width give the settings measured best on each (docs/cuda-gpt.md, sessions 36-38),
+// H200's memory clock and bus width give the settings measured best on each (docs/cuda-gpt.md, sessions 36-39),
 // and a device that does not report them keeps the H200's.
 #include <gtest/gtest.h>
 
@@ -28,10 +28,10 @@ TEST(CardRules, RingDepthFollowsTheMemorysPeakBandwidth) {
 
 // The early PDL triggers (sessions 37-38): the attention's and the o-proj's on the H100 (each measured faster there,
 // both together faster still); neither on the H200 (the o-proj's measured slower) or an unknown card.
-TEST(CardRules, EarlyTriggersOnlyOnSlowerMemory) {
+TEST(CardRules, AttentionTriggersEarlyEverywhereTheOprojOnlyOnSlowerMemory) {
   EXPECT_EQ(early_trigger_bits(kH100), 3);
-  EXPECT_EQ(early_trigger_bits(kH200), 0);
-  EXPECT_EQ(early_trigger_bits(0.0), 0);
+  EXPECT_EQ(early_trigger_bits(kH200), 1);
+  EXPECT_EQ(early_trigger_bits(0.0), 1);
 }
 
 }  // namespace

@@ -156,8 +156,8 @@ struct CudaGptEngine::Impl {
   // CUBEFORGE_GPT_QKV_SM_ROWS; session 11 measured it at 8 rows +1%, before the fused MLP and the attention refactor)
   int qkv_sm_rows = 2;
   // early_trig: bit 0 = the attention, bit 1 = the o-proj launch their successor at their start (pdl_early_trigger);
-  // by card (early_trigger_bits, gpt_card_rules.h: both on the H100), measurement knob
-  // CUBEFORGE_GPT_EARLY_TRIG (session 24). CUBEFORGE_GPT_OPROJ_BLOCKS caps the o-proj's grid (0: one block per tile)
+  // by card (early_trigger_bits, gpt_card_rules.h: the attention's everywhere, the o-proj's too on the H100),
+  // measurement knob CUBEFORGE_GPT_EARLY_TRIG (session 24). CUBEFORGE_GPT_OPROJ_BLOCKS caps the o-proj's grid (0: one block per tile)
   int early_trig = 0, oproj_blocks = 0;
   // The one-round qkv's grid cap (Gemv1::run's max_grid) at <= qkv_sm_rows rows / at more rows (measurement knobs
   // CUBEFORGE_GPT_QKV_BLOCKS / _QKV_BLOCKS_WIDE). Session 25: at 3-8 rows the fewest blocks (192 for 576 items, each

@@ -23,10 +23,10 @@ constexpr int mlp_ring_depth(int r, double peak_bw) { return slow_memory(peak_bw
 
 // Which kernels launch their successor at their own start instead of after their wait (the engine's early_trig,
 // pdl_early_trigger in gpt_device.cuh): bit 0 the attention (its o-proj), bit 1 the o-proj (the MLP). Measured
-// (docs/cuda-gpt.md, sessions 24, 37 and 38): on the H200 the o-proj's early trigger was slower (+0.9% at one prompt,
-// both bits +0.6%; the attention's alone not measured there); on the H100 the attention's alone took 2.1% / 1.0% off
-// one prompt (v0.1 / v0.5), and both together 1.7% / 1.3% more on top of that (batch 4 0.5% / 0.3%). So below
-// 4 TB/s both bits, else 0.
-constexpr int early_trigger_bits(double peak_bw) { return slow_memory(peak_bw) ? 3 : 0; }
+// (docs/cuda-gpt.md, sessions 24, 37, 38 and 39): the attention's alone pays on both cards (H100 -2.1% / -1.0% at
+// one prompt, v0.1 / v0.5; H200 -1.6% / -0.8%, batch 4 -0.6% / -0.5%); the o-proj's on top of it pays on the H100
+// (-1.7% / -1.3%) and costs on the H200 (+1.0% / +0.6% against the attention's alone). So bit 0 everywhere, bit 1
+// below 4 TB/s.
+constexpr int early_trigger_bits(double peak_bw) { return slow_memory(peak_bw) ? 3 : 1; }
 
 }  // namespace cubeforge::cuda::detail
