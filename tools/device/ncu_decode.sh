@@ -6,6 +6,8 @@
 # Usage (device tool, repo root): BIN=/tmp/cfgen PROFILES="attn_decode:4 attn_decode:1 mlp_kernel:1" bash tools/device/ncu_decode.sh
 #   MODEL (v0.5), TOKENS (the preset's), PER_STEP (launches of a profiled kernel per step: 24 for the per-layer
 #   kernels of the real presets), COUNT (kernels profiled per run, 2)
+# The skip is an estimate: in session 39 it landed at v0.5's last positions (grid x = 35 splits, ~1100 keys), not
+# mid-sequence, so read the position off the attention's grid (x = splits of 32 keys) before comparing profiles.
 set -uo pipefail
 . tools/device/common.sh
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
