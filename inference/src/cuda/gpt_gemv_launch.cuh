@@ -1,7 +1,7 @@
 // The decode step's GEMV launchers: the persistent kernels (Gemv: tiles over a resident grid) and the one-round
 // kernels (Gemv1: every item requested before griddepcontrol.wait), their shared-memory sizes, occupancy and grids,
 // and the configurations the engine uses (qkv, o-proj, gate/up, down-proj, lm_head). Host code over the kernels of
-// gpt_gemv.cuh; cuda_gpt_engine.cu's step enqueues them.
+// gpt_gemv.cuh; the engine's step (gpt_engine_step.cuh) enqueues them.
 #pragma once
 #include "gpt_kernels.cuh"
 
