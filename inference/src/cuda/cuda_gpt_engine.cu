@@ -186,7 +186,8 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
   CF_CUBLAS(cublasSetMathMode(m.blas, CUBLAS_DEFAULT_MATH));
   if (const char* me = std::getenv("CUBEFORGE_GPT_MLP"); !me || std::string(me) != "0") {
     // every block of the fused MLP must be resident at once (its final sum waits for all of them)
-    if (prop.major < 9 || !m.blocked || m.diag_l2w || m.nsm < MLP_NB || (size_t)m.smem_optin < mlp_smem(m.Rmax, 2)) {
+    if (prop.major < 9 || !m.blocked || (m.diag_l2w && !kDiagL2wFused) || m.nsm < MLP_NB ||
+        (size_t)m.smem_optin < mlp_smem(m.Rmax, 2)) {
       if (opts.verbose)
         std::fprintf(stderr, "cubeforge cuda: fused MLP not available on this GPU/configuration, per-kernel MLP\n");
     } else {
@@ -211,7 +212,7 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
     if (const char* sl = std::getenv("CUBEFORGE_GPT_LM_SLOTS")) m.lm_slots_env = std::atoi(sl);
     if (const char* pr = std::getenv("CUBEFORGE_GPT_LM_PRE")) m.lm_pre_env = std::atoi(pr);
     const int r8 = std::min(m.Rmax, 8);
-    m.lm_ring_on = prop.major >= 9 && m.blocked && !m.diag_l2w && m.Vs % LMR_ROWS == 0 &&
+    m.lm_ring_on = prop.major >= 9 && m.blocked && (!m.diag_l2w || kDiagL2wFused) && m.Vs % LMR_ROWS == 0 &&
                    (size_t)m.smem_optin >= lm_ring_smem(r8, 2);
     if (m.lm_ring_on)  // the largest launch over 1..8 rows (session 20's first full bench failed at batch 2 on this)
       CF_CUDA(cudaFuncSetAttribute(lm_ring_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,

@@ -51,7 +51,11 @@ __device__ __forceinline__ uint4 ld_weight_hint(const void* p, uint64_t pol) {
 __device__ __forceinline__ uint64_t policy_evict_first() {
   uint64_t pol = 0;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#ifdef CF_DIAG_L2W  // diagnostic build (variant bit 19 with the fused kernels): the weights' small windows stay in L2
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
+#else
   asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+#endif
 #endif
   return pol;
 }

@@ -26,6 +26,13 @@ namespace gpt_engine_detail {
 constexpr unsigned kVarRowMajor = 8, kVarBf16Dec = 16, kVarBf16Pre = 32;
 constexpr unsigned kVarNoAttn = 1u << 18, kVarL2Weights = 1u << 19, kVarTimeline = 1u << 21, kVarNoLnStats = 1u << 22;
 constexpr unsigned kVarPoison = 1u << 23, kVarHash = 1u << 24;
+// Variant bit 19 (weights from L2, timing only) keeps the fused MLP and the ring lm_head only in a build whose kernels
+// fold their weight streams into small windows too (-DCF_DIAG_L2W, session 39); otherwise they give way to GEMVs.
+#ifdef CF_DIAG_L2W
+constexpr bool kDiagL2wFused = true;
+#else
+constexpr bool kDiagL2wFused = false;
+#endif
 constexpr unsigned kVarKnown = kVarRowMajor | kVarBf16Dec | kVarBf16Pre | kVarNoAttn | kVarL2Weights | kVarTimeline |
                                kVarNoLnStats | kVarPoison | kVarHash;
 

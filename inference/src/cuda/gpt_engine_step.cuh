@@ -136,7 +136,8 @@ void CudaGptEngine::Impl::enqueue_step(const StepKind& k) {
     cur_layer = l;
     const bool last = (l == L - 1);
     const float* add2 = (last && !k.step0 && !k.causal) ? sconst : nullptr;
-    block_step(layers[l].x, kc_layer(kc, l), kc_layer(vc, l), Tdual, s, maxs_dual, true, add2, nullptr);
+    // diagnostic bit 19: every dual layer reads layer 0's weights (with the GEMVs' 2 MB windows they stay in L2)
+    block_step(layers[diag_l2w ? 0 : l].x, kc_layer(kc, l), kc_layer(vc, l), Tdual, s, maxs_dual, true, add2, nullptr);
   }
   const bool sattn = k.step0 || k.causal;
   single_now = true;
