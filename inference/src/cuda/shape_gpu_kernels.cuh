@@ -1,7 +1,9 @@
-// Device kernels of the CUDA shape stage's networks (issue 8): flash-style multi-head attention on mma.sync
-// (cross-attention of query points over the latents, and the latent decoder's self-attention), LayerNorm /
-// RMSNorm / residual kernels, the occupancy decoder's first layer (per-axis tables for grid points, Fourier features
-// for arbitrary points), the occupancy head, the latent decoder's input and the bias/activation fall-back.
+// Device code of the CUDA shape stage's networks (issue 8) that several .cu files share: flash-style multi-head
+// attention on mma.sync (cross-attention of query points over the latents, and the latent decoder's self-attention),
+// LayerNorm / RMSNorm / residual kernels, the occupancy head, the head split and the grid points (PointSet).
+// Templates and device functions only: a kernel that is not a template would be defined in every .cu file including
+// this, so each lives in the one file that launches it (first layer: shape_occupancy.cu, latent input:
+// shape_latents.cu, per-axis tables: shape_engine.cu, bias/activation: shape_gemm.cu).
 // Conventions: row-major activations, bf16 storage, fp32 math; head_dim HD in {8, 16, 32, 64, 128} (templates);
 // width a multiple of 8 up to 1024 (row kernels: a compile-time width for multiples of 256, else masked lanes).
 #pragma once
@@ -370,110 +372,6 @@ struct PointSet {
   __device__ __forceinline__ uint32_t flat(uint32_t i, uint32_t j, uint32_t k) const { return (i * M + j) * M + k; }
 };
 
-// h1[p] = bf16(silu(bf16(b_in + T0[i] + T1[j] + T2[k]))) for grid points (the Fourier embedding + first Linear of
-// §8.4 is separable per axis). table: [3][Mt][W] fp32; b_in fp32 (bf16-rounded). One thread per 8 outputs.
-__global__ void grid_h1_kernel(PointSet ps, size_t count, const float* __restrict__ table, int Mt,
-                               const float* __restrict__ b_in, int W, bf16* __restrict__ h1) {
-  const int per = W / 8;
-  const size_t t = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (t >= count * per) return;
-  const size_t p = t / per;
-  const int c = int(t % per) * 8;
-  uint32_t i, j, k;
-  ps.ijk(p, i, j, k);
-  const float* t0 = table + (size_t(0) * Mt + (i << ps.shift)) * W + c;
-  const float* t1 = table + (size_t(1) * Mt + (j << ps.shift)) * W + c;
-  const float* t2 = table + (size_t(2) * Mt + (k << ps.shift)) * W + c;
-  float y[8];
-#pragma unroll
-  for (int e = 0; e < 8; e += 4) {
-    const float4 a = __ldg(reinterpret_cast<const float4*>(t0 + e)), b = __ldg(reinterpret_cast<const float4*>(t1 + e)),
-                 d = __ldg(reinterpret_cast<const float4*>(t2 + e)),
-                 bb = __ldg(reinterpret_cast<const float4*>(b_in + c + e));
-    y[e] = bb.x + a.x + b.x + d.x;
-    y[e + 1] = bb.y + a.y + b.y + d.y;
-    y[e + 2] = bb.z + a.z + b.z + d.z;
-    y[e + 3] = bb.w + a.w + b.w + d.w;
-  }
-#pragma unroll
-  for (int e = 0; e < 8; ++e) y[e] = silu_f(round_bf(y[e]));
-  *reinterpret_cast<uint4*>(h1 + p * W + c) = pack8(y);
-}
-
-// sin/cos with an explicit reduction to [-pi, pi] (the build uses --use_fast_math, whose __sincosf is only accurate
-// near zero); absolute error ~5e-7 for the arguments of the embedder.
-__device__ __forceinline__ void sincos_reduced(float x, float* s, float* c) {
-  const float n = rintf(x * 0.15915494309189535f);
-  float r = __fmaf_rn(-n, 6.28318548202514648f, x);
-  r = __fmaf_rn(-n, -1.7484556000744487e-7f, r);
-  __sincosf(r, s, c);
-}
-
-// Phase-modulated Fourier features (§8.3) of arbitrary points, rounded to bf16: emb[p][0..Fpad), zero beyond F.
-__global__ void fourier_kernel(const float* __restrict__ xyz, size_t count, const float* __restrict__ w /*[3][nf]*/,
-                               const float* __restrict__ carrier, int nf, int Fpad, bf16* __restrict__ emb) {
-  const size_t t = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (t >= count * Fpad) return;
-  const size_t p = t / Fpad;
-  const int c = int(t % Fpad);
-  const int half = 3 * nf;
-  float v = 0.0f;
-  if (c < 3) {
-    v = xyz[3 * p + c];
-  } else if (c < 3 + 2 * half) {
-    const int q = (c - 3) % half, a = q / nf, k = q % nf;
-    const float xa = xyz[3 * p + a];
-    const float f = __fmul_rn(xa, w[a * nf + k]);
-    const float ph = __fadd_rn(__fmul_rn(__fmul_rn(xa, 0.5f), 3.14159265358979323846f), carrier[k]);
-    float sf, cf, sp, cp;
-    sincos_reduced(f, &sf, &cf);
-    sincos_reduced(ph, &sp, &cp);
-    v = (c - 3) < half ? cf + cp : sf + sp;
-  }
-  emb[p * Fpad + c] = __float2bfloat16_rn(v);
-}
-
-// Per-axis first-layer tables: T[a][i][d] = sum_c feat[a][i][c] * wsub[a][d][c] (fp32; features and weights already
-// bf16-rounded on the host). feat: [3][Mt][nfe], wsub: [3][W][nfe].
-__global__ void axis_table_kernel(const float* __restrict__ feat, const float* __restrict__ wsub, int Mt, int nfe, int W,
-                                  float* __restrict__ table) {
-  const size_t t = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (t >= size_t(3) * Mt * W) return;
-  const int d = int(t % W);
-  const int i = int((t / W) % Mt);
-  const int a = int(t / (size_t(W) * Mt));
-  const float* f = feat + (size_t(a) * Mt + i) * nfe;
-  const float* ww = wsub + (size_t(a) * W + d) * nfe;
-  float acc = 0.0f;
-  for (int c = 0; c < nfe; ++c) acc = fmaf(f[c], ww[c], acc);
-  table[t] = acc;
-}
-
-// In-place y = act(bf16(y + bias)) on rows x cols (ld = cols), bias bf16 or null; results rounded to bf16.
-__global__ void bias_act_kernel(bf16* __restrict__ y, long rows, int cols, const bf16* __restrict__ bias, int act) {
-  const size_t t = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  const int per = cols / 8;
-  if (t >= size_t(rows) * per) return;
-  const int c = int(t % per) * 8;
-  uint4* p = reinterpret_cast<uint4*>(y + t * 8);
-  float v[8];
-  unpack8(*p, v);
-  if (bias) {
-    float b[8];
-    unpack8(*reinterpret_cast<const uint4*>(bias + c), b);
-#pragma unroll
-    for (int e = 0; e < 8; ++e) v[e] = round_bf(v[e] + b[e]);
-  }
-  if (act == kActGelu) {
-#pragma unroll
-    for (int e = 0; e < 8; ++e) v[e] = gelu_erf(v[e]);
-  } else if (act == kActSilu) {
-#pragma unroll
-    for (int e = 0; e < 8; ++e) v[e] = silu_f(v[e]);
-  }
-  *p = pack8(v);
-}
-
 // Occupancy head: logit = bf16(c_head(bf16(LN_affine(q0)))) as fp32. Written to out[p] (if out) or, for grid points,
 // to values[flat] with the point's evaluated bit set (if values). A warp computes kHeadRows consecutive rows one after
 // the other (row kernel, see above) with the LN affine and head weights held in registers, lane k keeps row k's logit,
@@ -536,20 +434,6 @@ __global__ void head_kernel(const bf16* __restrict__ q0, long rows, float eps, c
 
 #undef CF_ROW_WIDTH
 #undef CF_VEC_ON
-
-// Latent decoder input (§8.1-8.2): h[n][d] = bf16(c_out(bf16(C[ids[n]]))) + pos[n][d] (fp32). One thread per (n, d).
-__global__ void latent_input_kernel(const int* __restrict__ ids, int T, const float* __restrict__ codebook, int E,
-                                    const bf16* __restrict__ w, const bf16* __restrict__ b, const float* __restrict__ pos,
-                                    int W, float* __restrict__ h) {
-  const int t = blockIdx.x * blockDim.x + threadIdx.x;
-  if (t >= T * W) return;
-  const int n = t / W, d = t % W;
-  const float* z = codebook + size_t(ids[n]) * E;
-  const bf16* wr = w + size_t(d) * E;
-  float acc = 0.0f;
-  for (int e = 0; e < E; ++e) acc = fmaf(round_bf(z[e]), bf(wr[e]), acc);
-  h[t] = round_bf(acc + bf(b[d])) + pos[t];
-}
 
 // Splits a fused projection into attention operands: src rows [T][src_stride] hold q (at q_off, if >= 0), k (k_off)
 // and v (v_off), each W = H*HD wide. q -> Qo [T][W] and k -> K [H][Npad][HD] (RMSNorm over each head with weight qn /
