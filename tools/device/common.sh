@@ -3,6 +3,9 @@
 #                            have no xz)
 #   run NAME TIMEOUT CMD...  CMD under `timeout`, its output in $RUN_LOG_DIR/NAME.log, then "== NAME rc=R T ms";
 #                            returns R
+#   tpot_line LOG            a bench log's "TPOT batch 1 / 4" summary rows on one line
+#   last_timeline LOG        a bench log's last per-kernel timeline (variant bit 21: one per generate; the last is
+#                            the batch asked for)
 unpack_xz() {
   python3 -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" "$1" "$2" && chmod +x "$2"
 }
@@ -13,4 +16,10 @@ run() {
   local rc=$?
   echo "== $name rc=$rc $(( ($(date +%s%N) - t0) / 1000000 )) ms"
   return $rc
+}
+tpot_line() {
+  grep -E "TPOT batch (1|4) " "$1" | sed 's/|//g; s/  */ /g' | tr '\n' ';'
+}
+last_timeline() {
+  grep -E "^timeline" "$1" | awk '/one step/ { n = 0 } { b[n++] = $0 } END { for (k = 0; k < n; ++k) print b[k] }'
 }

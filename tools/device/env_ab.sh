@@ -41,7 +41,7 @@ for r in $(seq "$REPS"); do
     i=$((i + 1))
     for m in v0.1 v0.5; do
       withcfg "$c" run ab_${i}_${m}_$r 90 @BIN bench --synthetic $m --quick --batches 1,4 --reps 1 ${BENCH_ARGS:-} >/dev/null
-      echo "config $i $m rep $r: $(grep -E "TPOT batch (1|4) " "$RUN_LOG_DIR/ab_${i}_${m}_$r.log" | sed 's/|//g; s/  */ /g' | tr '\n' ';')"
+      echo "config $i $m rep $r: $(tpot_line "$RUN_LOG_DIR/ab_${i}_${m}_$r.log")"
     done
   done
 done
@@ -54,7 +54,7 @@ if [ "${TL:-1}" = 1 ]; then
     withcfg "$c" run tl_$i 90 @BIN bench --synthetic "${TL_MODEL:-v0.1}" --quick --batches "${TL_BATCH:-1}" --reps 1 \
       --variant 2097152
     echo "--- timeline config $i"
-    grep -E "^timeline" "$RUN_LOG_DIR/tl_$i.log" | awk '/one step/ { n = 0 } { b[n++] = $0 } END { for (k = 0; k < n; ++k) print b[k] }'
+    last_timeline "$RUN_LOG_DIR/tl_$i.log"
   done
 fi
 (cd "$RUN_LOG_DIR" && tar czf "${OUT:-/tmp}/envab-logs.tgz" .) && echo "logs: envab-logs.tgz"

@@ -14,13 +14,12 @@ DIAG=${DIAG:?diagnostic binary}
 export RUN_LOG_DIR=/tmp/l2w-logs
 rm -rf "$RUN_LOG_DIR"; mkdir -p "$RUN_LOG_DIR"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
-tpot() { grep -E "TPOT batch (1|4) " "$RUN_LOG_DIR/$1.log" | sed 's/|//g; s/  */ /g' | tr '\n' ';'; }
 for r in $(seq "${REPS:-2}"); do
   for m in v0.1 v0.5; do
     run prod_${m}_$r 90 "$PROD" bench --synthetic $m --quick --batches 1,4 --reps 1 >/dev/null
-    echo "prod $m rep $r: $(tpot prod_${m}_$r)"
+    echo "prod $m rep $r: $(tpot_line "$RUN_LOG_DIR/prod_${m}_$r.log")"
     run diag_${m}_$r 90 "$DIAG" bench --synthetic $m --quick --batches 1,4 --reps 1 --variant 524288 >/dev/null
-    echo "diag $m rep $r: $(tpot diag_${m}_$r)"
+    echo "diag $m rep $r: $(tpot_line "$RUN_LOG_DIR/diag_${m}_$r.log")"
   done
 done
 grep -m1 "DIAGNOSTIC\|fused MLP" "$RUN_LOG_DIR/diag_v0.1_1.log"
@@ -29,7 +28,7 @@ for b in 1 4; do
   run tl_diag_$b 90 "$DIAG" bench --synthetic v0.1 --quick --batches $b --reps 1 --variant 2621440
   for w in prod diag; do
     echo "--- timeline $w, batch $b"
-    grep -E "^timeline" "$RUN_LOG_DIR/tl_${w}_$b.log" | awk '/one step/ { n = 0 } { b[n++] = $0 } END { for (k = 0; k < n; ++k) print b[k] }' | head -40
+    last_timeline "$RUN_LOG_DIR/tl_${w}_$b.log" | head -40
   done
 done
 (cd "$RUN_LOG_DIR" && tar czf "${OUT:-/tmp}/l2w-logs.tgz" .) && echo "logs: l2w-logs.tgz"

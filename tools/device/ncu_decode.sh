@@ -23,10 +23,9 @@ rm -rf "$RUN_LOG_DIR"; mkdir -p "$RUN_LOG_DIR"
 N=${TOKENS:-$([ "$MODEL" = v0.5 ] && echo 1024 || echo 512)}
 for pr in ${PROFILES:?"kernel:batch ..."}; do
   k=${pr%%:*}; b=${pr##*:}
-  # runs before the measured one: capture + 1 rep + the 1-step graph at batch 1, then (batch > 1) the warm run
-  before=3
-  [ "$b" -gt 1 ] && before=4
-  [ "$b" -eq 1 ] && before=1
+  # runs before the profiled one: at batch 1 the capture run (the rep run is profiled); above, the capture, the rep
+  # and the 1-step graph at batch 1, then the warm run at this batch
+  before=$([ "$b" -eq 1 ] && echo 1 || echo 4)
   skip=$(( (before * N + N / 2) * PER_STEP ))
   name=ncu_${k}_b$b
   run "$name" 420 "$NCU" --clock-control none --set full --kernel-name "regex:$k" --launch-skip "$skip" \

@@ -48,6 +48,16 @@ __device__ __forceinline__ uint4 ld_weight_hint(const void* p, uint64_t pol) {
                : "l"(p), "l"(pol));
   return r;
 }
+// The block whose weights block b streams in the ring kernels (fused MLP, lm_head): itself, or in the diagnostic build
+// (CF_DIAG_L2W) with variant bit 19 (wmask != 0) one of the first 4 blocks', so the weights come from L2.
+__device__ __forceinline__ int ring_src_block(unsigned long long wmask, int b) {
+#ifdef CF_DIAG_L2W
+  return wmask ? (b & 3) : b;
+#else
+  (void)wmask;
+  return b;
+#endif
+}
 __device__ __forceinline__ uint64_t policy_evict_first() {
   uint64_t pol = 0;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

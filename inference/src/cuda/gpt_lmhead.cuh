@@ -21,16 +21,6 @@ struct LmRingParams {
   int pre;       // stages requested before griddepcontrol.wait (<= nst)
 };
 
-// The block whose weights block b streams: itself, or in the diagnostic build (CF_DIAG_L2W) with variant bit 19 one of
-// the first 4 blocks' (the lm_head's bytes then come from L2).
-__device__ __forceinline__ int lm_src_block(const GemvParams& p, int b) {
-#ifdef CF_DIAG_L2W
-  return p.wmask ? (b & 3) : b;
-#else
-  (void)p;
-  return b;
-#endif
-}
 __global__ void __launch_bounds__(LMR_THREADS, 1) lm_ring_kernel(const LmRingParams q) {
   constexpr int AST = D + 32;
   const GemvParams& p = q.g;
@@ -55,7 +45,7 @@ __global__ void __launch_bounds__(LMR_THREADS, 1) lm_ring_kernel(const LmRingPar
     __syncwarp();
     if (lane < LMR_CW)
       bulk_g2s_hint(ring + (size_t)slot * LMR_SLOT + lane * LMR_CPS * 512,
-                    p.W + lm_ring_copy_src(lm_src_block(p, b), i, lane), LMR_CPS * 512, &full[slot], pol);
+                    p.W + lm_ring_copy_src(ring_src_block(p.wmask, b), i, lane), LMR_CPS * 512, &full[slot], pol);
   };
   if (producer) {
     if (lane == 0) {

@@ -109,11 +109,7 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
 
   const bool producer = warp == MLP_CW;
   const uint64_t pol = policy_evict_first();
-#ifdef CF_DIAG_L2W  // diagnostic build: with variant bit 19 every block streams one of the first 4 blocks' weights
-  const int bw = p.g.wmask ? (b & 3) : b;
-#else
-  const int bw = b;
-#endif
+  const int bw = ring_src_block(p.g.wmask, b);  // b, except in the free-weights diagnostic (gpt_device.cuh)
   const bf16* gu_src = p.Wgu + (size_t)bw * (2 * MLP_HS / 8) * (D / 32) * 256;  // 12 groups x 48 chunks x 512 B
   const bf16* dn_src = p.Wdn + mlp_dn_stage(bw, 0);  // stage j at + j MLP_DN_BYTES / 2 elements (mlp_dn_stage)
   // Stage i into its slot: a gate/up stage is 4 chunks of each of the 12 groups (12 copies of 2 KB), a down-proj
