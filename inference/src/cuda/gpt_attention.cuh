@@ -28,6 +28,10 @@ struct AttnParams {
   HashLog hl;              // diagnostics only (CF_DIAG_HASH): output hashes
   int prefix_rows;  // 0: every row reads its own cond slots [0, coff); P > 0 (a shared prefill, prefill_rows.h):
                     // rows [0, P) read row 0's, rows [P, R) row P's, the same bits, so repeated prefixes hit in L2
+  // Session 40: the qkv's outputs as tagged words (GemvParams::qkv_tag) of epoch qkv_tag_epoch(dyn->seq, tag_layer):
+  // each block polls its head's q (k, v) instead of waiting for the qkv's whole grid (no griddepcontrol.wait); or null
+  const unsigned long long* qkv_tag;
+  int tag_layer;
 };
 constexpr int ATT_MAXSPLIT = 128;  // splits per (row, head) the combine's shared arrays hold (host-checked)
 // o words a combining thread polls per round: attn_combine_one (8) / attn_combine_spread (4: 6 and 8 spill at the 64
@@ -77,6 +81,7 @@ __device__ inline void norm_rope_qk(float qraw, float kraw, float wq, float wk, 
 // This step's constants of a decode attention launch (read before the wait: the position and weights).
 struct AttnStep {
   int pos, cur, L, nsplit;
+  unsigned tq;      // the tagged qkv's epoch (AttnParams::qkv_tag), 0 without
   float2 cs;        // RoPE (cos, sin) of this thread's dimension pair at pos
   float wqn, wkn;   // q / k RMSNorm weights of this thread's dimension
 };
@@ -87,6 +92,7 @@ __device__ __forceinline__ AttnStep attn_step(const AttnParams& p) {
   st.cur = p.coff + st.pos;
   st.L = p.slot0_only ? 1 : st.cur + 1;
   st.nsplit = (st.L + ACH - 1) / ACH;
+  st.tq = 0;  // attn_decode_kernel's QTAG
   return st;
 }
 __device__ __forceinline__ void attn_consts(const AttnParams& p, AttnStep& st) {
@@ -268,12 +274,14 @@ __device__ __forceinline__ bool attn_split_partial(const AttnParams& p, const At
   auto& ow = sm.ow;
   const float* qrow = p.qkv + (size_t)r * QKV_LD + h * HD;
   const bool has_cur = !FULL && cur < L && cur >= j0 && cur < j0 + ACH;
-  const float qraw = __ldcg(qrow + tid);
   // session 8: the block holding the current slot requests q, k and v together and normalises q and k in one
-  // reduction (block-uniform branch)
+  // reduction (block-uniform branch). Session 40: from the tagged words as they land (AttnParams::qkv_tag).
+  float tqkv[3] = {0.f, 0.f, 0.f};
+  if (st.tq) tag_wait<3>(p.qkv_tag + (size_t)r * QKV_LD + h * HD + tid, D, has_cur ? 7u : 1u, st.tq, tqkv, ATT_SPIN);
+  const float qraw = st.tq ? tqkv[0] : __ldcg(qrow + tid);
   if (has_cur) {
-    const float kraw = __ldcg(qrow + D + tid);
-    const float vraw = __ldcg(qrow + 2 * D + tid);
+    const float kraw = st.tq ? tqkv[1] : __ldcg(qrow + D + tid);
+    const float vraw = st.tq ? tqkv[2] : __ldcg(qrow + 2 * D + tid);
     float qo, kq;
     norm_rope_qk(qraw, kraw, st.wqn, st.wkn, st.cs, red4, qo, kq);
     qs[tid] = qo;
@@ -368,6 +376,17 @@ __device__ __forceinline__ void attn_split(const AttnParams& p, const AttnStep& 
   else if (split == 0) attn_combine_one(p, st, r, h, attn_partials(p, r, h), ep);
 }
 
+// The wait for the qkv's grid, or with tagged q/k/v none (their tags order them; the successor, which waits for this
+// grid, is then launched here unless the early trigger launched it already).
+__device__ __forceinline__ void attn_handoff(const AttnStep& st, const TlStamp& tls) {
+  if (!st.tq) {
+    pdl_handoff(tls);
+    return;
+  }
+  tls.waited();
+  pdl_trigger();
+}
+
 // One block per (split, head, row); blocks past the prefix return at once (session 15 sized the grid to the prefix
 // per graph instead: slower at batch 1, see docs/cuda-gpt.md). Its keys and values are requested before
 // griddepcontrol.wait (earlier steps wrote them).
@@ -376,24 +395,29 @@ __device__ __forceinline__ void attn_split(const AttnParams& p, const AttnStep& 
 // REMAP (session 38): the splits wholly inside the cond slots read them from the rows p.prefix_rows names (a shared
 // prefill); a kernel of its own because the remap costs the 8-row kernel a spilled register (4 bytes) that rows with
 // their own prefixes should not pay.
-template <bool SPREAD, bool REMAP>
+// QTAG (session 40; one prompt only, so the other kernels' code is unchanged): q/k/v from p.qkv_tag where set.
+template <bool SPREAD, bool REMAP, bool QTAG = false>
 __global__ void __launch_bounds__(128, 8) attn_decode_kernel(const AttnParams p) {
   const int split = blockIdx.x, h = blockIdx.y, r = blockIdx.z;
   const TlStamp tls(p.tl);
   pdl_early_trigger(p.early_trig);
   // Everything read before pdl_wait() was written at least two kernels back (position, earlier KV slots, weights).
   AttnStep st = attn_step(p);
+  // the step (seq) was written by the previous step's last kernel, which completed before this launch's predecessor
+  // (the qkv) passed its wait, so before this kernel was launched
+  if constexpr (QTAG)
+    if (p.qkv_tag) st.tq = qkv_tag_epoch(__ldcg(&p.dyn->seq), p.tag_layer);
   if (split >= st.nsplit) return;
   attn_consts(p, st);
   const unsigned ep = __ldcg(p.ep + r * H + h) + 1u;
   KvRegs kv;
   if (split < st.nsplit - 1) {  // block-uniform: the splits before the last take the condition-free path
     attn_load_kv<true, REMAP>(p, st, r, h, split, kv);
-    pdl_handoff(tls);
+    attn_handoff(st, tls);
     attn_split<SPREAD, true>(p, st, r, h, split, kv, ep);
   } else {
     attn_load_kv<false, false>(p, st, r, h, split, kv);
-    pdl_handoff(tls);
+    attn_handoff(st, tls);
     attn_split<SPREAD, false>(p, st, r, h, split, kv, ep);
   }
 }
