@@ -32,6 +32,7 @@ struct AttnParams {
   // each block polls its head's q (k, v) instead of waiting for the qkv's whole grid (no griddepcontrol.wait); or null
   const unsigned long long* qkv_tag;
   int tag_layer;
+  int tag_sleep;  // ns between the polls of an incomplete q/k/v (0: none; CUBEFORGE_GPT_QKV_TAG_SLEEP)
 };
 constexpr int ATT_MAXSPLIT = 128;  // splits per (row, head) the combine's shared arrays hold (host-checked)
 // o words a combining thread polls per round: attn_combine_one (8) / attn_combine_spread (4: 6 and 8 spill at the 64
@@ -277,7 +278,14 @@ __device__ __forceinline__ bool attn_split_partial(const AttnParams& p, const At
   // session 8: the block holding the current slot requests q, k and v together and normalises q and k in one
   // reduction (block-uniform branch). Session 40: from the tagged words as they land (AttnParams::qkv_tag).
   float tqkv[3] = {0.f, 0.f, 0.f};
-  if (st.tq) tag_wait<3>(p.qkv_tag + (size_t)r * QKV_LD + h * HD + tid, D, has_cur ? 7u : 1u, st.tq, tqkv, ATT_SPIN);
+  if (st.tq) {
+    unsigned want = has_cur ? 7u : 1u;
+    for (unsigned long long n = 0; want; ++n) {
+      if (n > ATT_SPIN) __trap();
+      want &= ~tag_try<3>(p.qkv_tag + (size_t)r * QKV_LD + h * HD + tid, D, want, st.tq, tqkv);
+      if (want && p.tag_sleep) __nanosleep(p.tag_sleep);
+    }
+  }
   const float qraw = st.tq ? tqkv[0] : __ldcg(qrow + tid);
   if (has_cur) {
     const float kraw = st.tq ? tqkv[1] : __ldcg(qrow + D + tid);

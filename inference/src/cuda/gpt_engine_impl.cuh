@@ -140,6 +140,7 @@ struct CudaGptEngine::Impl {
   // Session 40 (CUBEFORGE_GPT_QKV_TAGS): the attention polls the one-round qkv's tagged outputs instead of waiting
   // for its grid (measurement knob; needs every block index <= 30, qkv_tag_epoch)
   bool qkv_tags = false;
+  int qkv_tag_sleep = 0;  // ns between the attention's polls (CUBEFORGE_GPT_QKV_TAG_SLEEP)
   // early_trig: bit 0 = the attention, bit 1 = the o-proj launch their successor at their start (pdl_early_trigger);
   // by card (early_trigger_bits, gpt_card_rules.h: the attention's everywhere, the o-proj's too on the H100),
   // measurement knob CUBEFORGE_GPT_EARLY_TRIG (session 24). CUBEFORGE_GPT_OPROJ_BLOCKS caps the o-proj's grid (0: one block per tile)

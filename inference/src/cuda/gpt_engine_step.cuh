@@ -72,6 +72,7 @@ void CudaGptEngine::Impl::block_step(const StreamW& w, bf16* k_l, bf16* v_l, int
     a.early_trig = early_trig & 1;
     a.qkv_tag = q.qkv_tag;
     a.tag_layer = q.tag_layer;
+    a.tag_sleep = qkv_tag_sleep;
     diag_slots(a, single_now ? "s.attn" : "attn");
     if (!diag_no_attn)
       launch(a.qkv_tag               ? attn_decode_kernel<true, false, true>
