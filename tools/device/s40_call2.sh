@@ -3,7 +3,8 @@
 # (CUBEFORGE_GPT_QKV_TAGS=1; with 100 ns between polls: CUBEFORGE_GPT_QKV_TAG_SLEEP=100) against the same binary
 # without (the default) and against main's binary (c046adc): cuda-check tiny per configuration, two rounds of quick
 # benches, timelines, then cuda-check v0.1 with the tags (its digests must be session 23's).
-# Carry .devcarry/ab40 (base.xz: shape build of c046adc; new.xz: shape build of the tags change).
+# Carry .devcarry/ab40 (base.xz: shape build of c046adc; new.xz: shape build of 3148bdd, the tags change).
+# Measured slower (docs/cuda-gpt.md, session 40) and reverted: the knobs exist only in 618f333-3148bdd's builds.
 set -uo pipefail
 . tools/device/common.sh
 unpack_xz .devcarry/ab40/base.xz /tmp/base || exit 1

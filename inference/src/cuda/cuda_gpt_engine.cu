@@ -174,8 +174,6 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
   if (const char* qb = std::getenv("CUBEFORGE_GPT_QKV_BLOCKS")) m.qkv_blocks = std::max(0, std::atoi(qb));
   if (const char* qb = std::getenv("CUBEFORGE_GPT_QKV_BLOCKS_WIDE")) m.qkv_blocks_wide = std::max(0, std::atoi(qb));
   if (const char* sr = std::getenv("CUBEFORGE_GPT_ATTN_SPREAD_ROWS")) m.attn_spread_rows = std::atoi(sr);
-  if (const char* qt = std::getenv("CUBEFORGE_GPT_QKV_TAGS")) m.qkv_tags = std::string(qt) != "0";
-  if (const char* ts = std::getenv("CUBEFORGE_GPT_QKV_TAG_SLEEP")) m.qkv_tag_sleep = std::clamp(std::atoi(ts), 0, 1000);
   if (opts.verbose)
     std::fprintf(stderr, "cubeforge cuda: decode GEMVs: one-round qkv (and gate-up / down-proj where the MLP is not "
                          "fused) at <= 8 rows, persistent otherwise; %s weights, activations %s; L2 %d MB%s%s\n",

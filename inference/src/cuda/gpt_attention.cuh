@@ -28,11 +28,6 @@ struct AttnParams {
   HashLog hl;              // diagnostics only (CF_DIAG_HASH): output hashes
   int prefix_rows;  // 0: every row reads its own cond slots [0, coff); P > 0 (a shared prefill, prefill_rows.h):
                     // rows [0, P) read row 0's, rows [P, R) row P's, the same bits, so repeated prefixes hit in L2
-  // Session 40: the qkv's outputs as tagged words (GemvParams::qkv_tag) of epoch qkv_tag_epoch(dyn->seq, tag_layer):
-  // each block polls its head's q (k, v) instead of waiting for the qkv's whole grid (no griddepcontrol.wait); or null
-  const unsigned long long* qkv_tag;
-  int tag_layer;
-  int tag_sleep;  // ns between the polls of an incomplete q/k/v (0: none; CUBEFORGE_GPT_QKV_TAG_SLEEP)
 };
 constexpr int ATT_MAXSPLIT = 128;  // splits per (row, head) the combine's shared arrays hold (host-checked)
 // o words a combining thread polls per round: attn_combine_one (8) / attn_combine_spread (4: 6 and 8 spill at the 64
@@ -82,7 +77,6 @@ __device__ inline void norm_rope_qk(float qraw, float kraw, float wq, float wk, 
 // This step's constants of a decode attention launch (read before the wait: the position and weights).
 struct AttnStep {
   int pos, cur, L, nsplit;
-  unsigned tq;      // the tagged qkv's epoch (AttnParams::qkv_tag), 0 without
   float2 cs;        // RoPE (cos, sin) of this thread's dimension pair at pos
   float wqn, wkn;   // q / k RMSNorm weights of this thread's dimension
 };
@@ -93,7 +87,6 @@ __device__ __forceinline__ AttnStep attn_step(const AttnParams& p) {
   st.cur = p.coff + st.pos;
   st.L = p.slot0_only ? 1 : st.cur + 1;
   st.nsplit = (st.L + ACH - 1) / ACH;
-  st.tq = 0;  // attn_decode_kernel's QTAG
   return st;
 }
 __device__ __forceinline__ void attn_consts(const AttnParams& p, AttnStep& st) {
@@ -275,21 +268,12 @@ __device__ __forceinline__ bool attn_split_partial(const AttnParams& p, const At
   auto& ow = sm.ow;
   const float* qrow = p.qkv + (size_t)r * QKV_LD + h * HD;
   const bool has_cur = !FULL && cur < L && cur >= j0 && cur < j0 + ACH;
+  const float qraw = __ldcg(qrow + tid);
   // session 8: the block holding the current slot requests q, k and v together and normalises q and k in one
-  // reduction (block-uniform branch). Session 40: from the tagged words as they land (AttnParams::qkv_tag).
-  float tqkv[3] = {0.f, 0.f, 0.f};
-  if (st.tq) {
-    unsigned want = has_cur ? 7u : 1u;
-    for (unsigned long long n = 0; want; ++n) {
-      if (n > ATT_SPIN) __trap();
-      want &= ~tag_try<3>(p.qkv_tag + (size_t)r * QKV_LD + h * HD + tid, D, want, st.tq, tqkv);
-      if (want && p.tag_sleep) __nanosleep(p.tag_sleep);
-    }
-  }
-  const float qraw = st.tq ? tqkv[0] : __ldcg(qrow + tid);
+  // reduction (block-uniform branch)
   if (has_cur) {
-    const float kraw = st.tq ? tqkv[1] : __ldcg(qrow + D + tid);
-    const float vraw = st.tq ? tqkv[2] : __ldcg(qrow + 2 * D + tid);
+    const float kraw = __ldcg(qrow + D + tid);
+    const float vraw = __ldcg(qrow + 2 * D + tid);
     float qo, kq;
     norm_rope_qk(qraw, kraw, st.wqn, st.wkn, st.cs, red4, qo, kq);
     qs[tid] = qo;
@@ -384,17 +368,6 @@ __device__ __forceinline__ void attn_split(const AttnParams& p, const AttnStep& 
   else if (split == 0) attn_combine_one(p, st, r, h, attn_partials(p, r, h), ep);
 }
 
-// The wait for the qkv's grid, or with tagged q/k/v none (their tags order them; the successor, which waits for this
-// grid, is then launched here unless the early trigger launched it already).
-__device__ __forceinline__ void attn_handoff(const AttnStep& st, const TlStamp& tls) {
-  if (!st.tq) {
-    pdl_handoff(tls);
-    return;
-  }
-  tls.waited();
-  pdl_trigger();
-}
-
 // One block per (split, head, row); blocks past the prefix return at once (session 15 sized the grid to the prefix
 // per graph instead: slower at batch 1, see docs/cuda-gpt.md). Its keys and values are requested before
 // griddepcontrol.wait (earlier steps wrote them).
@@ -403,29 +376,24 @@ __device__ __forceinline__ void attn_handoff(const AttnStep& st, const TlStamp& 
 // REMAP (session 38): the splits wholly inside the cond slots read them from the rows p.prefix_rows names (a shared
 // prefill); a kernel of its own because the remap costs the 8-row kernel a spilled register (4 bytes) that rows with
 // their own prefixes should not pay.
-// QTAG (session 40; one prompt only, so the other kernels' code is unchanged): q/k/v from p.qkv_tag where set.
-template <bool SPREAD, bool REMAP, bool QTAG = false>
+template <bool SPREAD, bool REMAP>
 __global__ void __launch_bounds__(128, 8) attn_decode_kernel(const AttnParams p) {
   const int split = blockIdx.x, h = blockIdx.y, r = blockIdx.z;
   const TlStamp tls(p.tl);
   pdl_early_trigger(p.early_trig);
   // Everything read before pdl_wait() was written at least two kernels back (position, earlier KV slots, weights).
   AttnStep st = attn_step(p);
-  // the step (seq) was written by the previous step's last kernel, which completed before this launch's predecessor
-  // (the qkv) passed its wait, so before this kernel was launched
-  if constexpr (QTAG)
-    if (p.qkv_tag) st.tq = qkv_tag_epoch(__ldcg(&p.dyn->seq), p.tag_layer);
   if (split >= st.nsplit) return;
   attn_consts(p, st);
   const unsigned ep = __ldcg(p.ep + r * H + h) + 1u;
   KvRegs kv;
   if (split < st.nsplit - 1) {  // block-uniform: the splits before the last take the condition-free path
     attn_load_kv<true, REMAP>(p, st, r, h, split, kv);
-    attn_handoff(st, tls);
+    pdl_handoff(tls);
     attn_split<SPREAD, true>(p, st, r, h, split, kv, ep);
   } else {
     attn_load_kv<false, false>(p, st, r, h, split, kv);
-    attn_handoff(st, tls);
+    pdl_handoff(tls);
     attn_split<SPREAD, false>(p, st, r, h, split, kv, ep);
   }
 }

@@ -29,19 +29,13 @@ struct Ctl {
   unsigned long long seed;
   int forced_tok[MAXP];
 };
-// Written by kernels: the position (decode step index), the last-block counters and the steps decoded since upload
-// (seq: advanced with pos, never reset; the tagged qkv's epochs, qkv_tag_epoch).
+// Written by kernels: the position (decode step index) and the last-block counters.
 struct Dyn {
   int pos;
   unsigned cnt_lm;
   unsigned cnt_topp;
-  unsigned seq;
+  unsigned pad;
 };
-// The epoch of a tagged qkv output (session 40): step seq, block `layer` (<= 30, host-checked). Unique over the buffer's
-// life (2^27 steps before it wraps), never 0 (the cleared words read as not yet written).
-__device__ __forceinline__ unsigned qkv_tag_epoch(unsigned seq, int layer) {
-  return seq * 32u + (unsigned)layer + 1u;
-}
 
 enum Epi { EPI_QKV = 0, EPI_RESID = 1, EPI_SWIGLU = 2, EPI_LMHEAD = 3 };
 
@@ -342,11 +336,6 @@ __device__ __forceinline__ void st_relaxed_u64(unsigned long long* p, unsigned l
 __device__ __forceinline__ unsigned long long ld_acquire_u64(const unsigned long long* p) {
   unsigned long long v;
   asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
-}
-__device__ __forceinline__ unsigned ld_relaxed_u32(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
 }
 __device__ __forceinline__ unsigned long long ld_relaxed_u64(const unsigned long long* p) {

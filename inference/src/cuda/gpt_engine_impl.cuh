@@ -86,8 +86,6 @@ struct CudaGptEngine::Impl {
   // the decode attention's tagged split partials and per-(row, head) epochs (gpt_attention.cuh)
   unsigned long long* atpart = nullptr;
   unsigned* aep = nullptr;
-  // [Rmax][QKV_LD] the one-round qkv's outputs as tagged words for the attention (qkv_tags; GemvParams::qkv_tag)
-  unsigned long long* qkv_tag = nullptr;
   int atstride = 0;
   int *lm_idx = nullptr, *tokens = nullptr, *h_tokens = nullptr, *h_tokens_dev = nullptr;
   Ctl* ctl = nullptr;
@@ -137,10 +135,6 @@ struct CudaGptEngine::Impl {
   // qkv with its third item in shared memory (Gemv1QkvSm) up to this many rows (measurement knob
   // CUBEFORGE_GPT_QKV_SM_ROWS; session 11 measured it at 8 rows +1%, before the fused MLP and the attention refactor)
   int qkv_sm_rows = 2;
-  // Session 40 (CUBEFORGE_GPT_QKV_TAGS): the attention polls the one-round qkv's tagged outputs instead of waiting
-  // for its grid (measurement knob; needs every block index <= 30, qkv_tag_epoch)
-  bool qkv_tags = false;
-  int qkv_tag_sleep = 0;  // ns between the attention's polls (CUBEFORGE_GPT_QKV_TAG_SLEEP)
   // early_trig: bit 0 = the attention, bit 1 = the o-proj launch their successor at their start (pdl_early_trigger);
   // by card (early_trigger_bits, gpt_card_rules.h: the attention's everywhere, the o-proj's too on the H100),
   // measurement knob CUBEFORGE_GPT_EARLY_TRIG (session 24). CUBEFORGE_GPT_OPROJ_BLOCKS caps the o-proj's grid (0: one block per tile)

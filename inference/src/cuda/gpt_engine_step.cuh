@@ -41,16 +41,9 @@ void CudaGptEngine::Impl::block_step(const StreamW& w, bf16* k_l, bf16* v_l, int
     if (qkv_ph && diag_tl && !single_now && cur_layer == L / 2 + 1 && !step0_now && R <= qkv_sm_rows &&
         Gemv1QkvSm::grid_for(3 * D, nsm) <= qkv_ph_blocks)
       q.ph = qkv_ph;
-    // tagged outputs (qkv_tags) from the one-round kernel only; the persistent one writes plain ones
-    q.dyn = dyn;
-    q.tag_layer = single_now ? L : cur_layer;
-    const bool tagged = qkv_tags && L < 31 && R <= qkv_sm_rows && R <= attn_spread_rows && !diag_no_attn;
-    q.qkv_tag = tagged ? qkv_tag : nullptr;
     if (!(R <= qkv_sm_rows ? Gemv1QkvSm::run(q, stream, pdl, nsm, qkv_blocks)
-                           : Gemv1Qkv::run(q, stream, pdl, nsm, qkv_blocks_wide))) {
-      q.qkv_tag = nullptr;
+                           : Gemv1Qkv::run(q, stream, pdl, nsm, qkv_blocks_wide)))
       GemvQkv::run(q, stream, pdl, nsm);
-    }
     AttnParams a = {};
     a.qkv = qkv;
     a.qnorm = w.qn;
@@ -70,15 +63,11 @@ void CudaGptEngine::Impl::block_step(const StreamW& w, bf16* k_l, bf16* v_l, int
     a.ep = aep;
     a.tstride = atstride;
     a.early_trig = early_trig & 1;
-    a.qkv_tag = q.qkv_tag;
-    a.tag_layer = q.tag_layer;
-    a.tag_sleep = qkv_tag_sleep;
     diag_slots(a, single_now ? "s.attn" : "attn");
     if (!diag_no_attn)
-      launch(a.qkv_tag               ? attn_decode_kernel<true, false, true>
-             : R <= attn_spread_rows ? attn_decode_kernel<true, false>
-             : a.prefix_rows         ? attn_decode_kernel<false, true>
-                                     : attn_decode_kernel<false, false>,
+      launch(R <= attn_spread_rows ? attn_decode_kernel<true, false>
+             : a.prefix_rows       ? attn_decode_kernel<false, true>
+                                   : attn_decode_kernel<false, false>,
              dim3(maxs, H, R), dim3(128), 0, stream, pdl, a);
     GemvParams o = base_params();
     o.W = w.o;

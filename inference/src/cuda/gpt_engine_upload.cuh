@@ -186,8 +186,6 @@ void CudaGptEngine::Impl::alloc_buffers() {
   x = dalloc<float>((size_t)Rmax * D);
   stats = dalloc<float>((size_t)Rmax * NSLOT * 2);
   qkv = dalloc<float>((size_t)Rmax * QKV_LD);
-  qkv_tag = dalloc<unsigned long long>((size_t)Rmax * QKV_LD);  // cleared: epoch 0 is never a launch's
-  CF_CUDA(cudaMemset(qkv_tag, 0, (size_t)Rmax * QKV_LD * sizeof(unsigned long long)));
   att = dalloc<bf16>((size_t)Rmax * D);
   att_lo = dalloc<bf16>((size_t)Rmax * D);
   hbuf = dalloc<bf16>((size_t)Rmax * F);

@@ -48,11 +48,6 @@ struct GemvParams {
   HashLog hl;                // diagnostics only (CF_DIAG_HASH): this kernel's output hashes
   int early_trig;            // 1: launch the successor before this kernel's own wait (pdl_early_trigger)
   unsigned long long* ph;    // diagnostics only (CF_DIAG_PHASES): per-block stamps [grid][GEMV_PH] or null
-  // EPI_QKV in the one-prompt one-round kernel (Gemv1QkvSm; session 40): the outputs also as tagged words
-  // [R][QKV_LD] (tag_pack with qkv_tag_epoch(dyn->seq, tag_layer)), which the attention polls instead of waiting for
-  // the whole grid; or null
-  unsigned long long* qkv_tag;
-  int tag_layer;
 };
 // One-round GEMV phase stamps (session 24; built with -DCF_DIAG_PHASES, set by the host for the qkv after the stamped
 // MLP; compiled out otherwise): per block %globaltimer at entry, wait returned, input staged (the LN prologue; session
@@ -139,7 +134,6 @@ __device__ __forceinline__ void lm_head_tail(const GemvParams& p, int* flag, int
   if (threadIdx.x == 0) {
     p.dyn->cnt_lm = 0;
     p.dyn->pos = pos + 1;
-    p.dyn->seq = __ldcg(&p.dyn->seq) + 1u;
   }
 }
 
@@ -168,11 +162,10 @@ __device__ __forceinline__ float gemv_bias_pre(const GemvParams& p, int n0) {
 // column has none) was read before griddepcontrol.wait into bpre: biases are weights, and the load after the
 // reduction was an L2 round trip between the MMAs and the output.
 // GEMV epilogues on the reduced tile outs[16][NT] (rows x outputs n0..n0+NT-1), run by the NW * 32 compute threads.
-// QTAG (the one-prompt one-round qkv only, so the other kernels' code is unchanged): p.qkv_tag may be set.
-template <int NTILE, int NW, int EPI, bool QTAG = false>
+template <int NTILE, int NW, int EPI>
 __device__ __forceinline__ void gemv_epilogue(const GemvParams& p, float* outs, int* flag, int n0, int tile,
                                               int total, float xpre = 0.f, float apre = 0.f, bool have_pre = false,
-                                              float bpre = 0.f, bool have_b = false, unsigned tseq = 0) {
+                                              float bpre = 0.f, bool have_b = false) {
   constexpr int NT = 8 * NTILE;
   const int R = p.R;
   unsigned hh = 0;  // output hash (diagnostics, CF_DIAG_HASH)
@@ -184,9 +177,6 @@ __device__ __forceinline__ void gemv_epilogue(const GemvParams& p, float* outs, 
       float v = outs[r * NT + c];
       if (col >= p.bias_from) v += have_b ? bpre : bf(p.bias[col - p.bias_from]);
       p.out_f[(size_t)r * p.ld_out + col] = v;
-      if constexpr (QTAG)
-        if (p.qkv_tag)
-          st_relaxed_u64(p.qkv_tag + (size_t)r * p.ld_out + col, tag_pack(v, qkv_tag_epoch(tseq, p.tag_layer)));
       hash_addf(hh, v, r * p.ld_out + col);
     }
     hash_flush(p.hl, hh);
@@ -815,12 +805,6 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
   }
   pdl_handoff(tls);
   gemv_phase(p, 1);
-  // the tagged qkv's step (written by the previous step's last kernel, the predecessor's predecessor at layer 0: read
-  // after the wait), requested now and used in the epilogue
-  constexpr bool QTAG = EPI == EPI_QKV && NSM > 0;
-  unsigned tseq = 0;
-  if constexpr (QTAG)
-    if (p.qkv_tag) tseq = ld_relaxed_u32(&p.dyn->seq);
 
   const int R = p.R;
   const bf16* act = reinterpret_cast<const bf16*>(smem);
@@ -953,8 +937,8 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
     if (j >= nmine) break;
     if (KSPLIT > 1 && !flag[j]) continue;
     const int tile = (blockIdx.x + j * G) / KSPLIT;
-    gemv_epilogue<NTILE, NW, EPI, QTAG>(p, outs + j * 16 * NT, flag + MAXT, tile * NT, tile, total, xpre[j],
-                                           apre[j], have_pre, bpre[j], have_b, tseq);
+    gemv_epilogue<NTILE, NW, EPI>(p, outs + j * 16 * NT, flag + MAXT, tile * NT, tile, total, xpre[j], apre[j],
+                                     have_pre, bpre[j], have_b);
   }
   gemv_phase(p, 4);
   gemv_phase(p, GEMV_PH_SM);

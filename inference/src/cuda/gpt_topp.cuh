@@ -144,7 +144,6 @@ __global__ void __launch_bounds__(TOPP_THREADS) topp_kernel(const ToppParams tp)
   if (last && threadIdx.x == 0) {
     tp.dyn->cnt_topp = 0;
     tp.dyn->pos = pos + 1;
-    tp.dyn->seq = __ldcg(&tp.dyn->seq) + 1u;
   }
 }
 
