@@ -12,6 +12,7 @@ if echo "$name" | grep -q H200 && [ -f .devcarry/l2diag-xz/cubeforge-gen.xz ]; t
   unpack_xz .devcarry/l2diag-xz/cubeforge-gen.xz /tmp/l2diag || exit 1
   PROD=/tmp/cfgen DIAG=/tmp/l2diag REPS=${REPS:-2} bash tools/device/l2w_price.sh 2>&1 | grep -vE "^timeline .*(%|share)" | head -150
 fi
+[ "${FINAL:-1}" = 1 ] || exit 0  # FINAL=0: the free-weights pricing only
 mkdir -p .devcarry/cuda-shape
 SHAPE_STAGES=checksmall,check,bench01,bench05,e2e CF_COMMIT=${CF_COMMIT:?commit} bash tools/device/final_table.sh 2>&1 |
   sed -n '/######## final table/,$p'
