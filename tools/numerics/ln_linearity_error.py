@@ -1,6 +1,6 @@
-# Host-side numerics study (session 40): the error of session 32's "LN statistics off the path by linearity" plan against
-# today's prologue, for one GEMV row block: out[n] = sum_k W[n][k] * LN(x)[k] (the GPT's LayerNorms have no affine,
-# cube3d-reference.md). Today: y = (x - mean) * rstd in fp32, split into bf16 hi + lo, two MMAs with
+# Host-side numerics study (session 40): the error of session 32's "LN statistics off the path by linearity" plan
+# against today's prologue, for one GEMV row block: out[n] = sum_k W[n][k] * LN(x)[k] (the GPT's LayerNorms have no
+# affine, cube3d-reference.md). Today: y = (x - mean) * rstd in fp32, split into bf16 hi + lo, two MMAs with
 # fp32 accumulation. Plan: x itself split into bf16 hi + lo, acc = W x_hi + W x_lo, out = rstd * (acc - mean * ws),
 # ws[n] = sum_k W[n][k] (fp64, rounded to fp32). Error: relative L2 against the fp64 result on the same bf16 W.
 # The MMAs' fp32 accumulation is modelled as fp32 sums of k16 chunks. Rows with |mean| / std from 0 to 5, with and
@@ -19,10 +19,10 @@ W = bf16(rng.standard_normal((N, D)).astype(np.float32) * 0.02)
 W64 = W.astype(np.float64)
 ws = W64.sum(axis=1).astype(np.float32)
 
-def mm(Wm, v):  # fp32 accumulation in K order chunks of 16 (an MMA's k16), chunk sums in fp32
+def mm(Wm, v):  # fp32 accumulation in K order chunks of 16 (an MMA's k16), chunk sums in fp32 (both operands fp32)
     acc = np.zeros(Wm.shape[0], dtype=np.float32)
     for k0 in range(0, D, 16):
-        acc = (acc + (Wm[:, k0:k0 + 16].astype(np.float32) @ v[k0:k0 + 16].astype(np.float32)).astype(np.float32)).astype(np.float32)
+        acc += Wm[:, k0:k0 + 16] @ v[k0:k0 + 16]
     return acc
 
 for mu_over_sigma in [0.0, 0.05, 0.2, 1.0, 5.0]:
