@@ -1,0 +1,306 @@
+// Round-trip probe (issue 7, session 41): what one cross-SM dependency costs while every SM streams weights, the
+// question behind a persistent step kernel (docs/cuda-gpt.md, session 41). One block per SM (one wave), clusters of 2:
+//   warp 0, lane 0 of every block: the weight stream, as the fused MLP's producer runs it: S ring slots of 24 KB in
+//     shared memory filled by bulk copies (evict_first) from a 2 GiB buffer, each slot re-requested as soon as it has
+//     landed (S = 0: no stream). Bytes are counted only while the prober measures.
+//   warp 1, lane 0 of block 0 (the prober), after 50 us of warm-up:
+//     L2 flag   : ping-pong with block `peer` (another cluster) through two 64-bit words in global memory, relaxed
+//                 stores and polls at gpu scope (the engine's tagged words): one row = a store seen by the other SM
+//                 and its answer seen back, i.e. two one-way latencies;
+//     DSMEM flag: the same with block 1 (rank 1 of its cluster) through words in each other's shared memory
+//                 (st / ld .relaxed.cluster.shared::cluster);
+//     L2 chase  : a dependent chain of 4-byte loads (ld.global.cg) over 2048 lines of 128 B (256 KB, L2-resident),
+//                 timed on its second pass: the latency of an L2 hit under the stream (the LN prologues' loads).
+//   warp 2, lane 0 of every block, after the prober: 200 grid-wide barriers (a release add to one counter, then
+//     acquire polls until every block has added), timed by block 0: what a persistent kernel pays per phase.
+// Prints per ring depth: the stream's bandwidth, the medians (and 90th percentiles) of the round trips, the chase's
+// ns per hop, and a device-to-device copy's bandwidth for scale.
+// Build (repo root): nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -Iinference/include -Iinference/src
+//   -o rt_probe tools/device/rt_probe.cu
+#include <cooperative_groups.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "cuda/gpt_device.cuh"
+
+namespace cg = cooperative_groups;
+using namespace cubeforge::cuda::detail;
+
+constexpr int SLOT = 24 * 1024, MAXS = 8, ITERS = 2000, BARRIERS = 200, LINES = 2048, LINE_WORDS = 32;
+constexpr unsigned long long SPIN = 1ull << 26;  // polls before a side gives up (a peer that never came)
+
+struct Probe {
+  const unsigned char* src;
+  size_t nchunks;                 // SLOT-byte chunks in src
+  int slots;                      // ring depth (0: no stream)
+  int peer;                       // block of the L2 flag's other side
+  unsigned* state;                // 0 warm-up, 1 measuring (flags, chase), 3 measuring (barriers), 2 stop
+  unsigned* ctr;                  // the grid barrier's counter
+  unsigned long long* l2flag;     // [0] ping, [16] pong (separate 128-byte lines)
+  const unsigned* chase;          // LINES x LINE_WORDS words, a cycle through the lines' first words
+  unsigned long long* bytes;      // [grid] bytes landed while measuring
+  unsigned long long* t_l2;       // [ITERS] round trips, ns
+  unsigned long long* t_ds;       // [ITERS]
+  unsigned long long* t_bar;      // [BARRIERS] grid barriers, ns (block 0)
+  unsigned long long* out;        // [0] window ns, [1] chase ns (LINES hops), [2] chase sink, [3] failures
+  unsigned* smids;                // [grid]
+};
+
+__device__ __forceinline__ unsigned ld_state(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ unsigned cluster_addr(const void* local, unsigned rank) {
+  unsigned r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(smem_u32(local)), "r"(rank));
+  return r;
+}
+__device__ __forceinline__ void st_cluster(unsigned addr, unsigned long long v) {
+  asm volatile("st.relaxed.cluster.shared::cluster.u64 [%0], %1;" ::"r"(addr), "l"(v) : "memory");
+}
+__device__ __forceinline__ unsigned long long ld_cluster(unsigned addr) {
+  unsigned long long v;
+  asm volatile("ld.relaxed.cluster.shared::cluster.u64 %0, [%1];" : "=l"(v) : "r"(addr) : "memory");
+  return v;
+}
+// Spins until *word (read by `load`) equals want; false after SPIN polls.
+template <class Load>
+__device__ __forceinline__ bool spin_until(Load&& load, unsigned long long want) {
+  for (unsigned long long n = 0; n < SPIN; ++n)
+    if (load() == want) return true;
+  return false;
+}
+
+__global__ void __launch_bounds__(128, 1) probe_kernel(const Probe p) {
+  extern __shared__ __align__(16) unsigned char ring[];
+  __shared__ uint64_t full[MAXS];
+  __shared__ __align__(8) unsigned long long dsflag;
+  cg::cluster_group cluster = cg::this_cluster();
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, b = blockIdx.x;
+  if (threadIdx.x == 0) {
+    dsflag = 0;
+    p.smids[b] = smid();
+    for (int s = 0; s < p.slots; ++s) mbar_init(&full[s], 1);
+    mbar_fence_init();
+  }
+  cluster.sync();
+
+  if (warp == 0 && lane == 0 && p.slots > 0) {  // the stream
+    const uint64_t pol = policy_evict_first();
+    unsigned long long issued = 0, counted = 0;
+    auto issue = [&](int s) {
+      const size_t chunk = (issued++ * gridDim.x + b) % p.nchunks;
+      mbar_expect_tx(&full[s], SLOT);
+      bulk_g2s_hint(ring + (size_t)s * SLOT, p.src + chunk * SLOT, SLOT, &full[s], pol);
+    };
+    for (int s = 0; s < p.slots; ++s) issue(s);
+    int s = 0;
+    unsigned phase = 0;
+    for (;;) {
+      mbar_wait(&full[s], phase);
+      const unsigned st = ld_state(p.state);
+      if (st == 2) break;
+      if (st == 1) counted += SLOT;
+      issue(s);
+      if (++s == p.slots) {
+        s = 0;
+        phase ^= 1u;
+      }
+    }
+    // the copies still in flight land before the block may exit
+    for (int k = 1; k < p.slots; ++k) {
+      if (++s == p.slots) {
+        s = 0;
+        phase ^= 1u;
+      }
+      mbar_wait(&full[s], phase);
+    }
+    p.bytes[b] = counted;
+  } else if (warp == 1 && lane == 0) {
+    unsigned long long* ping = p.l2flag;
+    unsigned long long* pong = p.l2flag + 16;
+    unsigned fails = 0;
+    if (b == 0) {
+      const unsigned long long t0 = gtimer();
+      while (gtimer() - t0 < 50000) {
+      }
+      const unsigned long long w0 = gtimer();
+      asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p.state), "r"(1u) : "memory");
+      for (int i = 1; i <= ITERS; ++i) {  // L2 flag
+        const unsigned long long t = gtimer();
+        st_relaxed_u64(ping, i);
+        if (!spin_until([&] { return ld_relaxed_u64(pong); }, i)) ++fails;
+        p.t_l2[i - 1] = gtimer() - t;
+      }
+      const unsigned remote = cluster_addr(&dsflag, 1), mine = cluster_addr(&dsflag, 0);
+      for (int i = 1; i <= ITERS; ++i) {  // DSMEM flag
+        const unsigned long long t = gtimer();
+        st_cluster(remote, i);
+        if (!spin_until([&] { return ld_cluster(mine); }, i)) ++fails;
+        p.t_ds[i - 1] = gtimer() - t;
+      }
+      unsigned idx = 0;  // L2 chase: one pass to warm, one timed
+      for (int h = 0; h < LINES; ++h) idx = __ldcg(p.chase + idx);
+      const unsigned long long tc = gtimer();
+      for (int h = 0; h < LINES; ++h) idx = __ldcg(p.chase + idx);
+      p.out[1] = gtimer() - tc;
+      p.out[2] = idx;
+      p.out[0] = gtimer() - w0;
+      asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p.state), "r"(3u) : "memory");
+    } else if (b == p.peer) {
+      for (int i = 1; i <= ITERS; ++i) {
+        if (!spin_until([&] { return ld_relaxed_u64(ping); }, i)) ++fails;
+        st_relaxed_u64(pong, i);
+      }
+    } else if (b == 1) {
+      const unsigned remote = cluster_addr(&dsflag, 0), mine = cluster_addr(&dsflag, 1);
+      for (int i = 1; i <= ITERS; ++i) {
+        if (!spin_until([&] { return ld_cluster(mine); }, i)) ++fails;
+        st_cluster(remote, i);
+      }
+    }
+    if (fails) atomicAdd(p.out + 3, (unsigned long long)fails);
+  } else if (warp == 2 && lane == 0) {  // grid barriers, once the prober is done
+    unsigned fails = 0;
+    while (ld_state(p.state) != 3) __nanosleep(1000);  // (one poll per us: 132 pollers of one line would load L2)
+    for (int i = 1; i <= BARRIERS; ++i) {
+      const unsigned long long t = gtimer();
+      asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(p.ctr) : "memory");
+      const unsigned target = (unsigned)i * gridDim.x;
+      unsigned long long n = 0;
+      for (;;) {
+        unsigned v;
+        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p.ctr) : "memory");
+        if (v >= target) break;
+        if (++n > SPIN) {
+          ++fails;
+          break;
+        }
+      }
+      if (b == 0) p.t_bar[i - 1] = gtimer() - t;
+    }
+    if (b == 0) asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p.state), "r"(2u) : "memory");
+    if (fails) atomicAdd(p.out + 3, (unsigned long long)fails);
+  }
+  cluster.sync();  // no block leaves while its cluster peer may still write its shared memory
+}
+
+#define CK(x)                                                                                   \
+  do {                                                                                          \
+    cudaError_t e_ = (x);                                                                       \
+    if (e_ != cudaSuccess) {                                                                    \
+      std::fprintf(stderr, "%s: %s (%s:%d)\n", #x, cudaGetErrorString(e_), __FILE__, __LINE__); \
+      std::exit(1);                                                                             \
+    }                                                                                           \
+  } while (0)
+
+static double pct(std::vector<unsigned long long> v, double q) {
+  std::sort(v.begin(), v.end());
+  return (double)v[std::min(v.size() - 1, (size_t)(q * (double)v.size()))];
+}
+
+int main(int argc, char** argv) {
+  std::vector<int> depths = {0, 1, 2, 3, 4, 5, 6, 8};
+  if (argc > 1) {
+    depths.clear();
+    for (int i = 1; i < argc; ++i) depths.push_back(std::atoi(argv[i]));
+  }
+  cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, 0));
+  const size_t src_bytes = size_t(2) << 30;
+  unsigned char* src;
+  CK(cudaMalloc(&src, src_bytes));
+  CK(cudaMemset(src, 1, src_bytes));
+  // device-to-device copy for scale (1 GiB, median of 5)
+  {
+    cudaEvent_t a, z;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&z));
+    std::vector<float> ms;
+    for (int r = 0; r < 5; ++r) {
+      CK(cudaEventRecord(a));
+      CK(cudaMemcpyAsync(src + src_bytes / 2, src, src_bytes / 2, cudaMemcpyDeviceToDevice));
+      CK(cudaEventRecord(z));
+      CK(cudaEventSynchronize(z));
+      float t;
+      CK(cudaEventElapsedTime(&t, a, z));
+      ms.push_back(t);
+    }
+    std::sort(ms.begin(), ms.end());
+    std::printf("device: %s, %d SMs; copy %.0f GB/s (read + write of 1 GiB, median of 5)\n", prop.name,
+                prop.multiProcessorCount, 2.0 * (double)(src_bytes / 2) / (ms[2] * 1e6));
+  }
+  std::vector<unsigned> chase(LINES * LINE_WORDS, 0);
+  {
+    std::vector<unsigned> order(LINES);
+    std::iota(order.begin(), order.end(), 0u);
+    std::shuffle(order.begin() + 1, order.end(), std::mt19937(41));
+    for (int i = 0; i < LINES; ++i) chase[order[i] * LINE_WORDS] = order[(i + 1) % LINES] * LINE_WORDS;
+  }
+  unsigned *d_chase, *state, *ctr, *smids;
+  unsigned long long *flags, *bytes, *t_l2, *t_ds, *t_bar, *out;
+  const int maxgrid = prop.multiProcessorCount;
+  CK(cudaMalloc(&d_chase, chase.size() * 4));
+  CK(cudaMemcpy(d_chase, chase.data(), chase.size() * 4, cudaMemcpyHostToDevice));
+  CK(cudaMalloc(&state, 4));
+  CK(cudaMalloc(&ctr, 4));
+  CK(cudaMalloc(&t_bar, BARRIERS * 8));
+  CK(cudaMalloc(&smids, maxgrid * 4));
+  CK(cudaMalloc(&flags, 32 * 8));
+  CK(cudaMalloc(&bytes, maxgrid * 8));
+  CK(cudaMalloc(&t_l2, ITERS * 8));
+  CK(cudaMalloc(&t_ds, ITERS * 8));
+  CK(cudaMalloc(&out, 4 * 8));
+  const size_t smem = (size_t)MAXS * SLOT;
+  CK(cudaFuncSetAttribute(probe_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  cudaLaunchConfig_t cfg = {};
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = 2;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.blockDim = dim3(128);
+  cfg.dynamicSmemBytes = smem;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  cfg.gridDim = dim3(maxgrid & ~1);
+  int clusters = 0;
+  CK(cudaOccupancyMaxActiveClusters(&clusters, probe_kernel, &cfg));
+  const int grid = std::min(maxgrid & ~1, 2 * clusters);  // one wave: every block resident at once
+  cfg.gridDim = dim3(grid);
+  std::printf("grid %d blocks (clusters of 2, %d resident at once), ring slots of %d KB, %d round trips each\n", grid,
+              clusters, SLOT / 1024, ITERS);
+  std::printf("%-6s %-12s %-22s %-22s %-14s %-18s\n", "slots", "stream GB/s", "L2 flag RT p50 / p90",
+              "DSMEM RT p50 / p90", "L2 chase", "grid barrier p50 / p90");
+  for (int S : depths) {
+    if (S < 0 || S > MAXS) continue;
+    CK(cudaMemset(state, 0, 4));
+    CK(cudaMemset(ctr, 0, 4));
+    CK(cudaMemset(flags, 0, 32 * 8));
+    CK(cudaMemset(bytes, 0, maxgrid * 8));
+    CK(cudaMemset(out, 0, 4 * 8));
+    Probe p{src, src_bytes / SLOT, S, grid / 2, state, ctr, flags, d_chase, bytes, t_l2, t_ds, t_bar, out, smids};
+    CK(cudaLaunchKernelEx(&cfg, probe_kernel, p));
+    CK(cudaDeviceSynchronize());
+    std::vector<unsigned long long> l2(ITERS), ds(ITERS), bar(BARRIERS), by(grid), o(4);
+    CK(cudaMemcpy(bar.data(), t_bar, BARRIERS * 8, cudaMemcpyDeviceToHost));
+    std::vector<unsigned> sm(grid);
+    CK(cudaMemcpy(l2.data(), t_l2, ITERS * 8, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(ds.data(), t_ds, ITERS * 8, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(by.data(), bytes, grid * 8, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(o.data(), out, 4 * 8, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(sm.data(), smids, grid * 4, cudaMemcpyDeviceToHost));
+    const double total = (double)std::accumulate(by.begin(), by.end(), 0ull);
+    std::printf("%-6d %-12.0f %8.0f / %-11.0f %8.0f / %-11.0f %6.0f ns/hop  %7.0f / %-8.0f%s  (SMs %u / %u / %u)\n",
+                S, total / (double)o[0], pct(l2, 0.5), pct(l2, 0.9), pct(ds, 0.5), pct(ds, 0.9), (double)o[1] / LINES,
+                pct(bar, 0.5), pct(bar, 0.9), o[3] ? "  FAILED POLLS" : "", sm[0], sm[1], sm[grid / 2]);
+  }
+  return 0;
+}
