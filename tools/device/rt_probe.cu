@@ -13,6 +13,8 @@
 //                 timed on its second pass: the latency of an L2 hit under the stream (the LN prologues' loads).
 //   warp 2, lane 0 of every block, after the prober: 200 grid-wide barriers (a release add to one counter, then
 //     acquire polls until every block has added), timed by block 0: what a persistent kernel pays per phase.
+// --quiet: the prober's two clusters (blocks 0, 1, peer, peer + 1) do not stream, so their latencies see only the other
+// SMs' traffic in L2 and DRAM, not their own SM's outstanding copies.
 // Prints per ring depth: the stream's bandwidth, the medians (and 90th percentiles) of the round trips, the chase's
 // ns per hop, and a device-to-device copy's bandwidth for scale.
 // Build (repo root): nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -Iinference/include -Iinference/src
@@ -25,6 +27,7 @@
 #include <cstdlib>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "cuda/gpt_device.cuh"
@@ -39,6 +42,7 @@ struct Probe {
   const unsigned char* src;
   size_t nchunks;                 // SLOT-byte chunks in src
   int slots;                      // ring depth (0: no stream)
+  int quiet;                      // 1: blocks 0, 1, peer and peer + 1 do not stream
   int peer;                       // block of the L2 flag's other side
   unsigned* state;                // 0 warm-up, 1 measuring (flags, chase), 3 measuring (barriers), 2 stop
   unsigned* ctr;                  // the grid barrier's counter
@@ -92,7 +96,8 @@ __global__ void __launch_bounds__(128, 1) probe_kernel(const Probe p) {
   }
   cluster.sync();
 
-  if (warp == 0 && lane == 0 && p.slots > 0) {  // the stream
+  const bool streams = p.slots > 0 && !(p.quiet && (b < 2 || b == p.peer || b == p.peer + 1));
+  if (warp == 0 && lane == 0 && streams) {  // the stream
     const uint64_t pol = policy_evict_first();
     unsigned long long issued = 0, counted = 0;
     auto issue = [&](int s) {
@@ -207,11 +212,13 @@ static double pct(std::vector<unsigned long long> v, double q) {
 }
 
 int main(int argc, char** argv) {
-  std::vector<int> depths = {0, 1, 2, 3, 4, 5, 6, 8};
-  if (argc > 1) {
-    depths.clear();
-    for (int i = 1; i < argc; ++i) depths.push_back(std::atoi(argv[i]));
+  std::vector<int> depths;
+  int quiet = 0;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--quiet") quiet = 1;
+    else depths.push_back(std::atoi(argv[i]));
   }
+  if (depths.empty()) depths = {0, 1, 2, 3, 4, 5, 6, 8};
   cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, 0));
   const size_t src_bytes = size_t(2) << 30;
@@ -275,8 +282,8 @@ int main(int argc, char** argv) {
   CK(cudaOccupancyMaxActiveClusters(&clusters, probe_kernel, &cfg));
   const int grid = std::min(maxgrid & ~1, 2 * clusters);  // one wave: every block resident at once
   cfg.gridDim = dim3(grid);
-  std::printf("grid %d blocks (clusters of 2, %d resident at once), ring slots of %d KB, %d round trips each\n", grid,
-              clusters, SLOT / 1024, ITERS);
+  std::printf("grid %d blocks (clusters of 2, %d resident at once), ring slots of %d KB, %d round trips each%s\n", grid,
+              clusters, SLOT / 1024, ITERS, quiet ? "; the prober's SMs do not stream" : "");
   std::printf("%-6s %-12s %-22s %-22s %-14s %-18s\n", "slots", "stream GB/s", "L2 flag RT p50 / p90",
               "DSMEM RT p50 / p90", "L2 chase", "grid barrier p50 / p90");
   for (int S : depths) {
@@ -286,7 +293,7 @@ int main(int argc, char** argv) {
     CK(cudaMemset(flags, 0, 32 * 8));
     CK(cudaMemset(bytes, 0, maxgrid * 8));
     CK(cudaMemset(out, 0, 4 * 8));
-    Probe p{src, src_bytes / SLOT, S, grid / 2, state, ctr, flags, d_chase, bytes, t_l2, t_ds, t_bar, out, smids};
+    Probe p{src, src_bytes / SLOT, S, quiet, grid / 2, state, ctr, flags, d_chase, bytes, t_l2, t_ds, t_bar, out, smids};
     CK(cudaLaunchKernelEx(&cfg, probe_kernel, p));
     CK(cudaDeviceSynchronize());
     std::vector<unsigned long long> l2(ITERS), ds(ITERS), bar(BARRIERS), by(grid), o(4);
