@@ -12,9 +12,9 @@ echo "--- rt_probe --quiet"; timeout 60 .devcarry/rt/rt_probe --quiet
 B=BIN=.devcarry/ab41/base/cubeforge-gen N=BIN=.devcarry/ab41/new/cubeforge-gen
 P=CUBEFORGE_GPT_MLP_PRE Q=CUBEFORGE_GPT_MLP_POST
 if echo "$name" | grep -q H200; then
-  CONFIGS="$B $N $N,$P=2 $N,$P=2,$Q=2 $N,$P=3,$Q=1 $N,$P=2,$Q=3"
+  CONFIGS="$B $N $N,$P=2 $N,$P=2,$Q=2 $N,$P=3,$Q=1"
 else
-  CONFIGS="$B $N $N,$P=2 $N,$P=2,$Q=4 $N,$P=3,$Q=3 $N,$P=4,$Q=2"
+  CONFIGS="$B $N $N,$P=2 $N,$P=2,$Q=4 $N,$P=3,$Q=3"
 fi
 CONFIGS="$CONFIGS" REPS=${REPS:-2} TL=${TL:-0} bash tools/device/env_ab.sh
 if echo "$name" | grep -q H200; then FINAL=0 REPS=1 CF_COMMIT=c046adc bash tools/device/s40_call3.sh; fi
