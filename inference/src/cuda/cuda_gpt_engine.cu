@@ -194,7 +194,6 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
       m.mlp_on = true;
       if (const char* sl = std::getenv("CUBEFORGE_GPT_MLP_SLOTS")) m.mlp_slots_env = std::atoi(sl);
       if (const char* pr = std::getenv("CUBEFORGE_GPT_MLP_PRE")) m.mlp_pre_env = std::atoi(pr);
-      if (const char* po = std::getenv("CUBEFORGE_GPT_MLP_POST")) m.mlp_post_env = std::atoi(po);
       if (const char* wd = std::getenv("CUBEFORGE_GPT_MLP_WIDE")) m.mlp_wide = std::string(wd) != "0";
       if (const char* nr = std::getenv("CUBEFORGE_GPT_MLP_NRED")) m.mlp_nred_env = std::atoi(nr);
       int occ = 0;
@@ -204,12 +203,9 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
                                                             mlp_smem(m.Rmax, m.mlp_slots(m.Rmax))));
       if (occ < 1) m.mlp_on = false;
       if (opts.verbose)
-        std::fprintf(stderr,
-                     "cubeforge cuda: fused MLP %s (%d blocks, %d ring slots of %d KB at %d rows, %d requested before "
-                     "the wait, %d behind the LN input)\n",
+        std::fprintf(stderr, "cubeforge cuda: fused MLP %s (%d blocks, %d ring slots of %d KB at %d rows)\n",
                      m.mlp_on ? "on" : "off (does not fit)", MLP_NB, m.mlp_slots(std::min(m.Rmax, 2)),
-                     MLP_SLOT >> 10, std::min(m.Rmax, 2), m.mlp_pre(m.mlp_slots(std::min(m.Rmax, 2))),
-                     m.mlp_post(m.mlp_slots(std::min(m.Rmax, 2))));
+                     MLP_SLOT >> 10, std::min(m.Rmax, 2));
     }
   }
   if (const char* lr = std::getenv("CUBEFORGE_GPT_LM_RING"); !lr || std::string(lr) != "0") {

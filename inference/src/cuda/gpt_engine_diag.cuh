@@ -129,8 +129,7 @@ void CudaGptEngine::Impl::mlp_phase_report(const std::vector<unsigned long long>
   };
   std::fprintf(stderr,
                "mlp phases (layer %d, us relative to the MLP's last block end; reducers %zu, leavers %zu; pre %d of "
-               "%d, %d behind the LN input)\n", L / 2, red[0].size(), lv[0].size(), mlp_pre(mlp_slots(R)), mlp_slots(R),
-               mlp_post(mlp_slots(R)));
+               "%d)\n", L / 2, red[0].size(), lv[0].size(), mlp_pre(mlp_slots(R)), mlp_slots(R));
   for (int i = 0; i < MLP_PH_RANK; ++i)
     std::fprintf(stderr, "mlp phases: %-14s reducers min %7.2f p50 %7.2f max %7.2f | leavers min %7.2f p50 %7.2f max %7.2f\n",
                  names[i], stat(red[i], 0), stat(red[i], 0.5), stat(red[i], 1.0), stat(lv[i], 0), stat(lv[i], 0.5),

@@ -130,7 +130,7 @@ struct CudaGptEngine::Impl {
   unsigned long long* mlp_tagged = nullptr;  // the one-prompt kernel's tagged partials (gpt_mlp.cuh, TAGS)
   unsigned long long* mlp_ctr = nullptr;
   int mlp_nred_env = -1;  // measurement knob CUBEFORGE_GPT_MLP_NRED (mlp_reducers)
-  int mlp_slots_env = 0, mlp_pre_env = -1, mlp_post_env = 0;
+  int mlp_slots_env = 0, mlp_pre_env = -1;
   bool mlp_wide = true;  // measurement knob CUBEFORGE_GPT_MLP_WIDE=0: the one-prompt kernel at 3-8 rows too
   // qkv with its third item in shared memory (Gemv1QkvSm) up to this many rows (measurement knob
   // CUBEFORGE_GPT_QKV_SM_ROWS; session 11 measured it at 8 rows +1%, before the fused MLP and the attention refactor)
@@ -180,9 +180,6 @@ struct CudaGptEngine::Impl {
   // equal at batch 4; 2 of 5 +1.2% / +1.0% at batch 4. Why is not measured (a guess: the LN prologue's L2 reads,
   // issued right after the wait, queue behind fewer bulk copies).
   int mlp_pre(int nst) const { return mlp_pre_env >= 0 ? std::min(mlp_pre_env, nst) : std::max(nst - 1, 1); }
-  // Ring stages requested right after the LN prologue's X loads (measurement knob CUBEFORGE_GPT_MLP_POST, session 41;
-  // default none): the stages the ring holds beyond mlp_pre at most.
-  int mlp_post(int nst) const { return std::max(0, std::min(mlp_post_env, nst - mlp_pre(nst))); }
   // How many of the one-prompt MLP's blocks sum its partials (the last ones to arrive; the others leave at once):
   // 64 measured best at one prompt (session 17: 32 / 64 / 96 / 128, docs/cuda-gpt-notes.md); above 2 rows every
   // block (the WIDE kernel ignores it). At least enough that a reducer's outputs fit its threads (one each).

@@ -94,7 +94,6 @@ void CudaGptEngine::Impl::block_step(const StreamW& w, bf16* k_l, bf16* v_l, int
     m.ctr = mlp_ctr;
     m.nst = mlp_slots(R);
     m.pre = mlp_pre(m.nst);
-    m.post = mlp_post(m.nst);
     m.spin_limit = 1ull << 24;
     m.nred = mlp_reducers(R);
     if (mlp_ph && diag_tl && !single_now && cur_layer == L / 2 && !step0_now && R <= 2) {

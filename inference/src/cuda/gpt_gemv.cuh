@@ -255,14 +255,9 @@ __device__ __forceinline__ void gemv_epilogue(const GemvParams& p, float* outs, 
 // normalised rows of X as bf16 hi rows [R][AST] followed by lo rows [R][AST] in shared memory (act).
 // Session 6: every thread requests its first G items of X (8 columns each) before the row statistics and the
 // rest G at a time, so the stats and X round trips to L2 overlap and the X loads are batched.
-// after_issue() runs in every thread once its first X loads are requested (the fused MLP's producer requests ring
-// stages there, behind the X loads: CUBEFORGE_GPT_MLP_POST, session 41).
-struct NoHook {
-  __device__ __forceinline__ void operator()() const {}
-};
-template <int K, int NW, int G, class Hook = NoHook>
+template <int K, int NW, int G>
 __device__ __forceinline__ void gemv_ln_prologue(const GemvParams& p, bf16* act, float2* st, int R,
-                                                 float* xs = nullptr, const Hook& after_issue = Hook{}) {
+                                                 float* xs = nullptr) {
   constexpr int AST = K + 32, NTHR = NW * 32, K8 = K / 8;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int n = R * K8;
@@ -274,7 +269,6 @@ __device__ __forceinline__ void gemv_ln_prologue(const GemvParams& p, bf16* act,
       cp_async16(xs + (size_t)r * K + c4, p.X + (size_t)r * D + c4);
     }
     cp_async_commit();
-    after_issue();
   }
   float4 xa[G], xb[G];
   auto issue = [&](int base) {
@@ -306,10 +300,7 @@ __device__ __forceinline__ void gemv_ln_prologue(const GemvParams& p, bf16* act,
     *reinterpret_cast<uint4*>(act + (size_t)r * AST + k8) = o;
     *reinterpret_cast<uint4*>(act + (size_t)(R + r) * AST + k8) = ol;
   };
-  if (!xs) {
-    issue(threadIdx.x);
-    after_issue();
-  }
+  if (!xs) issue(threadIdx.x);
   for (int r = warp; r < R; r += NW) {
     if (!p.stats) {  // DIAGNOSTIC (timing only, wrong outputs): no row statistics
       if (lane == 0) st[r] = make_float2(0.f, 1.f);

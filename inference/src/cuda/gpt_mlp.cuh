@@ -35,7 +35,6 @@ struct MlpParams {
   unsigned long long* ctr;    // grid-wide arrival count, monotonic (a multiple of MLP_NB between launches)
   int nst;                    // ring slots
   int pre;                    // stages requested before griddepcontrol.wait (<= nst)
-  int post;                   // stages requested right after the LN prologue's X loads (pre + post <= nst)
   unsigned long long spin_limit;  // polls of the final wait before the kernel traps (a block never arrived)
   int nred;                   // the last nred blocks to arrive sum the partials, the others leave (mlp_reducers)
   unsigned long long* ph;     // phase stamps [MLP_NB][MLP_PH] (diagnostics, CF_DIAG_PHASES) or null
@@ -170,13 +169,7 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
   unsigned long long count0 = 0;
   if (TAGS && producer && lane == 0) count0 = ld_relaxed_u64(p.ctr);
   // WIDE: 4 items of 8 columns per thread in flight (at 8 rows one L2 round trip instead of four)
-  // stages pre .. pre + post - 1 go out behind this block's X loads (session 41: an L2 hit waits behind its own SM's
-  // outstanding copies; tools/device/rt_probe.cu)
-  auto after_x = [&] {
-    if (producer && lane == 0)
-      for (int i = p.pre; i < p.pre + p.post; ++i) issue(i, i);  // i < nst: slot i
-  };
-  gemv_ln_prologue<D, MLP_CW + 1, (WIDE ? 4 : M16 ? 2 : 1)>(p.g, act, st, R, nullptr, after_x);
+  gemv_ln_prologue<D, MLP_CW + 1, (WIDE ? 4 : M16 ? 2 : 1)>(p.g, act, st, R);
   if (TAGS && producer && lane == 0) epoch_s = (unsigned)(count0 / MLP_NB) + 1u;
   __syncthreads();
   unsigned h3 = 0;  // stage hashes (diagnostics, CF_DIAG_HASH; the log's word numbers): 3 the partials written
@@ -193,7 +186,7 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
   mlp_phase(p, 2);
 
   if (producer) {
-    if (lane == 0) ring_fill(empty, S, p.pre + p.post, MLP_NST, issue);
+    if (lane == 0) ring_fill(empty, S, p.pre, MLP_NST, issue);
     // TAGS: the arrival rank, taken once every stage is requested (~nst stages before this block's end, so the round
     // trip is off its path); the last p.nred blocks to take one sum the partials
     mlp_phase(p, 6, MLP_CW * 32);
