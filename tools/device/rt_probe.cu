@@ -15,8 +15,8 @@
 //     acquire polls until every block has added), timed by block 0: what a persistent kernel pays per phase.
 // --quiet: the prober's two clusters (blocks 0, 1, peer, peer + 1) do not stream, so their latencies see only the other
 // SMs' traffic in L2 and DRAM, not their own SM's outstanding copies.
-// Prints per ring depth: the stream's bandwidth, the medians (and 90th percentiles) of the round trips and barriers, the chase's
-// ns per hop, and a device-to-device copy's bandwidth for scale.
+// Prints per ring depth: the stream's bandwidth, the medians (and 90th percentiles) of the round trips and barriers,
+// the chase's ns per hop, and a device-to-device copy's bandwidth for scale.
 // Build (repo root): nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -Iinference/include -Iinference/src
 //   -o rt_probe tools/device/rt_probe.cu
 #include <cooperative_groups.h>
