@@ -293,7 +293,8 @@ int main(int argc, char** argv) {
     CK(cudaMemset(flags, 0, 32 * 8));
     CK(cudaMemset(bytes, 0, maxgrid * 8));
     CK(cudaMemset(out, 0, 4 * 8));
-    Probe p{src, src_bytes / SLOT, S, quiet, grid / 2, state, ctr, flags, d_chase, bytes, t_l2, t_ds, t_bar, out, smids};
+    Probe p{src,   src_bytes / SLOT, S,    quiet, grid / 2, state, ctr,  flags,
+            d_chase, bytes,          t_l2, t_ds,  t_bar,    out,   smids};
     CK(cudaLaunchKernelEx(&cfg, probe_kernel, p));
     CK(cudaDeviceSynchronize());
     std::vector<unsigned long long> l2(ITERS), ds(ITERS), bar(BARRIERS), by(grid), o(4);
