@@ -56,10 +56,13 @@ struct Probe {
   unsigned* smids;                // [grid]
 };
 
-__device__ __forceinline__ unsigned ld_state(const unsigned* p) {
+__device__ __forceinline__ unsigned ld_u32(const unsigned* p) {
   unsigned v;
   asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
+}
+__device__ __forceinline__ void set_state(const Probe& p, unsigned v) {
+  asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p.state), "r"(v) : "memory");
 }
 __device__ __forceinline__ unsigned cluster_addr(const void* local, unsigned rank) {
   unsigned r;
@@ -74,11 +77,11 @@ __device__ __forceinline__ unsigned long long ld_cluster(unsigned addr) {
   asm volatile("ld.relaxed.cluster.shared::cluster.u64 %0, [%1];" : "=l"(v) : "r"(addr) : "memory");
   return v;
 }
-// Spins until *word (read by `load`) equals want; false after SPIN polls.
-template <class Load>
-__device__ __forceinline__ bool spin_until(Load&& load, unsigned long long want) {
+// Polls until done() holds; false after SPIN polls.
+template <class Done>
+__device__ __forceinline__ bool spin_until(Done&& done) {
   for (unsigned long long n = 0; n < SPIN; ++n)
-    if (load() == want) return true;
+    if (done()) return true;
   return false;
 }
 
@@ -106,26 +109,18 @@ __global__ void __launch_bounds__(128, 1) probe_kernel(const Probe p) {
       bulk_g2s_hint(ring + (size_t)s * SLOT, p.src + chunk * SLOT, SLOT, &full[s], pol);
     };
     for (int s = 0; s < p.slots; ++s) issue(s);
-    int s = 0;
-    unsigned phase = 0;
-    for (;;) {
-      mbar_wait(&full[s], phase);
-      const unsigned st = ld_state(p.state);
+    RingPos rp;
+    for (;; rp.next(p.slots)) {
+      mbar_wait(&full[rp.slot], rp.phase);
+      const unsigned st = ld_u32(p.state);
       if (st == 2) break;
       if (st == 1) counted += SLOT;
-      issue(s);
-      if (++s == p.slots) {
-        s = 0;
-        phase ^= 1u;
-      }
+      issue(rp.slot);
     }
     // the copies still in flight land before the block may exit
     for (int k = 1; k < p.slots; ++k) {
-      if (++s == p.slots) {
-        s = 0;
-        phase ^= 1u;
-      }
-      mbar_wait(&full[s], phase);
+      rp.next(p.slots);
+      mbar_wait(&full[rp.slot], rp.phase);
     }
     p.bytes[b] = counted;
   } else if (warp == 1 && lane == 0) {
@@ -137,18 +132,18 @@ __global__ void __launch_bounds__(128, 1) probe_kernel(const Probe p) {
       while (gtimer() - t0 < 50000) {
       }
       const unsigned long long w0 = gtimer();
-      asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p.state), "r"(1u) : "memory");
+      set_state(p, 1);
       for (int i = 1; i <= ITERS; ++i) {  // L2 flag
         const unsigned long long t = gtimer();
         st_relaxed_u64(ping, i);
-        if (!spin_until([&] { return ld_relaxed_u64(pong); }, i)) ++fails;
+        if (!spin_until([&] { return ld_relaxed_u64(pong) == (unsigned long long)i; })) ++fails;
         p.t_l2[i - 1] = gtimer() - t;
       }
       const unsigned remote = cluster_addr(&dsflag, 1), mine = cluster_addr(&dsflag, 0);
       for (int i = 1; i <= ITERS; ++i) {  // DSMEM flag
         const unsigned long long t = gtimer();
         st_cluster(remote, i);
-        if (!spin_until([&] { return ld_cluster(mine); }, i)) ++fails;
+        if (!spin_until([&] { return ld_cluster(mine) == (unsigned long long)i; })) ++fails;
         p.t_ds[i - 1] = gtimer() - t;
       }
       unsigned idx = 0;  // L2 chase: one pass to warm, one timed
@@ -158,60 +153,47 @@ __global__ void __launch_bounds__(128, 1) probe_kernel(const Probe p) {
       p.out[1] = gtimer() - tc;
       p.out[2] = idx;
       p.out[0] = gtimer() - w0;
-      asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p.state), "r"(3u) : "memory");
+      set_state(p, 3);
     } else if (b == p.peer) {
       for (int i = 1; i <= ITERS; ++i) {
-        if (!spin_until([&] { return ld_relaxed_u64(ping); }, i)) ++fails;
+        if (!spin_until([&] { return ld_relaxed_u64(ping) == (unsigned long long)i; })) ++fails;
         st_relaxed_u64(pong, i);
       }
     } else if (b == 1) {
       const unsigned remote = cluster_addr(&dsflag, 0), mine = cluster_addr(&dsflag, 1);
       for (int i = 1; i <= ITERS; ++i) {
-        if (!spin_until([&] { return ld_cluster(mine); }, i)) ++fails;
+        if (!spin_until([&] { return ld_cluster(mine) == (unsigned long long)i; })) ++fails;
         st_cluster(remote, i);
       }
     }
     if (fails) atomicAdd(p.out + 3, (unsigned long long)fails);
   } else if (warp == 2 && lane == 0) {  // grid barriers, once the prober is done
     unsigned fails = 0;
-    while (ld_state(p.state) != 3) __nanosleep(1000);  // (one poll per us: 132 pollers of one line would load L2)
+    while (ld_u32(p.state) != 3) __nanosleep(1000);  // (one poll per us: 132 pollers of one line would load L2)
     for (int i = 1; i <= BARRIERS; ++i) {
       const unsigned long long t = gtimer();
       asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(p.ctr) : "memory");
       const unsigned target = (unsigned)i * gridDim.x;
-      unsigned long long n = 0;
-      for (;;) {
-        unsigned v;
-        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p.ctr) : "memory");
-        if (v >= target) break;
-        if (++n > SPIN) {
-          ++fails;
-          break;
-        }
-      }
+      if (!spin_until([&] {
+            unsigned v;
+            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p.ctr) : "memory");
+            return v >= target;
+          }))
+        ++fails;
       if (b == 0) p.t_bar[i - 1] = gtimer() - t;
     }
-    if (b == 0) asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p.state), "r"(2u) : "memory");
+    if (b == 0) set_state(p, 2);
     if (fails) atomicAdd(p.out + 3, (unsigned long long)fails);
   }
   cluster.sync();  // no block leaves while its cluster peer may still write its shared memory
 }
-
-#define CK(x)                                                                                   \
-  do {                                                                                          \
-    cudaError_t e_ = (x);                                                                       \
-    if (e_ != cudaSuccess) {                                                                    \
-      std::fprintf(stderr, "%s: %s (%s:%d)\n", #x, cudaGetErrorString(e_), __FILE__, __LINE__); \
-      std::exit(1);                                                                             \
-    }                                                                                           \
-  } while (0)
 
 static double pct(std::vector<unsigned long long> v, double q) {
   std::sort(v.begin(), v.end());
   return (double)v[std::min(v.size() - 1, (size_t)(q * (double)v.size()))];
 }
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   std::vector<int> depths;
   int quiet = 0;
   for (int i = 1; i < argc; ++i) {
@@ -220,24 +202,24 @@ int main(int argc, char** argv) {
   }
   if (depths.empty()) depths = {0, 1, 2, 3, 4, 5, 6, 8};
   cudaDeviceProp prop;
-  CK(cudaGetDeviceProperties(&prop, 0));
+  CF_CUDA(cudaGetDeviceProperties(&prop, 0));
   const size_t src_bytes = size_t(2) << 30;
   unsigned char* src;
-  CK(cudaMalloc(&src, src_bytes));
-  CK(cudaMemset(src, 1, src_bytes));
+  CF_CUDA(cudaMalloc(&src, src_bytes));
+  CF_CUDA(cudaMemset(src, 1, src_bytes));
   // device-to-device copy for scale (1 GiB, median of 5)
   {
     cudaEvent_t a, z;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&z));
+    CF_CUDA(cudaEventCreate(&a));
+    CF_CUDA(cudaEventCreate(&z));
     std::vector<float> ms;
     for (int r = 0; r < 5; ++r) {
-      CK(cudaEventRecord(a));
-      CK(cudaMemcpyAsync(src + src_bytes / 2, src, src_bytes / 2, cudaMemcpyDeviceToDevice));
-      CK(cudaEventRecord(z));
-      CK(cudaEventSynchronize(z));
+      CF_CUDA(cudaEventRecord(a));
+      CF_CUDA(cudaMemcpyAsync(src + src_bytes / 2, src, src_bytes / 2, cudaMemcpyDeviceToDevice));
+      CF_CUDA(cudaEventRecord(z));
+      CF_CUDA(cudaEventSynchronize(z));
       float t;
-      CK(cudaEventElapsedTime(&t, a, z));
+      CF_CUDA(cudaEventElapsedTime(&t, a, z));
       ms.push_back(t);
     }
     std::sort(ms.begin(), ms.end());
@@ -254,19 +236,19 @@ int main(int argc, char** argv) {
   unsigned *d_chase, *state, *ctr, *smids;
   unsigned long long *flags, *bytes, *t_l2, *t_ds, *t_bar, *out;
   const int maxgrid = prop.multiProcessorCount;
-  CK(cudaMalloc(&d_chase, chase.size() * 4));
-  CK(cudaMemcpy(d_chase, chase.data(), chase.size() * 4, cudaMemcpyHostToDevice));
-  CK(cudaMalloc(&state, 4));
-  CK(cudaMalloc(&ctr, 4));
-  CK(cudaMalloc(&t_bar, BARRIERS * 8));
-  CK(cudaMalloc(&smids, maxgrid * 4));
-  CK(cudaMalloc(&flags, 32 * 8));
-  CK(cudaMalloc(&bytes, maxgrid * 8));
-  CK(cudaMalloc(&t_l2, ITERS * 8));
-  CK(cudaMalloc(&t_ds, ITERS * 8));
-  CK(cudaMalloc(&out, 4 * 8));
+  CF_CUDA(cudaMalloc(&d_chase, chase.size() * 4));
+  CF_CUDA(cudaMemcpy(d_chase, chase.data(), chase.size() * 4, cudaMemcpyHostToDevice));
+  CF_CUDA(cudaMalloc(&state, 4));
+  CF_CUDA(cudaMalloc(&ctr, 4));
+  CF_CUDA(cudaMalloc(&t_bar, BARRIERS * 8));
+  CF_CUDA(cudaMalloc(&smids, maxgrid * 4));
+  CF_CUDA(cudaMalloc(&flags, 32 * 8));
+  CF_CUDA(cudaMalloc(&bytes, maxgrid * 8));
+  CF_CUDA(cudaMalloc(&t_l2, ITERS * 8));
+  CF_CUDA(cudaMalloc(&t_ds, ITERS * 8));
+  CF_CUDA(cudaMalloc(&out, 4 * 8));
   const size_t smem = (size_t)MAXS * SLOT;
-  CK(cudaFuncSetAttribute(probe_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  CF_CUDA(cudaFuncSetAttribute(probe_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   cudaLaunchConfig_t cfg = {};
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeClusterDimension;
@@ -279,7 +261,7 @@ int main(int argc, char** argv) {
   cfg.numAttrs = 1;
   cfg.gridDim = dim3(maxgrid & ~1);
   int clusters = 0;
-  CK(cudaOccupancyMaxActiveClusters(&clusters, probe_kernel, &cfg));
+  CF_CUDA(cudaOccupancyMaxActiveClusters(&clusters, probe_kernel, &cfg));
   const int grid = std::min(maxgrid & ~1, 2 * clusters);  // one wave: every block resident at once
   cfg.gridDim = dim3(grid);
   std::printf("grid %d blocks (clusters of 2, %d resident at once), ring slots of %d KB, %d round trips each%s\n", grid,
@@ -288,27 +270,30 @@ int main(int argc, char** argv) {
               "DSMEM RT p50 / p90", "L2 chase", "grid barrier p50 / p90");
   for (int S : depths) {
     if (S < 0 || S > MAXS) continue;
-    CK(cudaMemset(state, 0, 4));
-    CK(cudaMemset(ctr, 0, 4));
-    CK(cudaMemset(flags, 0, 32 * 8));
-    CK(cudaMemset(bytes, 0, maxgrid * 8));
-    CK(cudaMemset(out, 0, 4 * 8));
+    CF_CUDA(cudaMemset(state, 0, 4));
+    CF_CUDA(cudaMemset(ctr, 0, 4));
+    CF_CUDA(cudaMemset(flags, 0, 32 * 8));
+    CF_CUDA(cudaMemset(bytes, 0, maxgrid * 8));
+    CF_CUDA(cudaMemset(out, 0, 4 * 8));
     Probe p{src,   src_bytes / SLOT, S,    quiet, grid / 2, state, ctr,  flags,
             d_chase, bytes,          t_l2, t_ds,  t_bar,    out,   smids};
-    CK(cudaLaunchKernelEx(&cfg, probe_kernel, p));
-    CK(cudaDeviceSynchronize());
+    CF_CUDA(cudaLaunchKernelEx(&cfg, probe_kernel, p));
+    CF_CUDA(cudaDeviceSynchronize());
     std::vector<unsigned long long> l2(ITERS), ds(ITERS), bar(BARRIERS), by(grid), o(4);
-    CK(cudaMemcpy(bar.data(), t_bar, BARRIERS * 8, cudaMemcpyDeviceToHost));
+    CF_CUDA(cudaMemcpy(bar.data(), t_bar, BARRIERS * 8, cudaMemcpyDeviceToHost));
     std::vector<unsigned> sm(grid);
-    CK(cudaMemcpy(l2.data(), t_l2, ITERS * 8, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(ds.data(), t_ds, ITERS * 8, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(by.data(), bytes, grid * 8, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(o.data(), out, 4 * 8, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(sm.data(), smids, grid * 4, cudaMemcpyDeviceToHost));
+    CF_CUDA(cudaMemcpy(l2.data(), t_l2, ITERS * 8, cudaMemcpyDeviceToHost));
+    CF_CUDA(cudaMemcpy(ds.data(), t_ds, ITERS * 8, cudaMemcpyDeviceToHost));
+    CF_CUDA(cudaMemcpy(by.data(), bytes, grid * 8, cudaMemcpyDeviceToHost));
+    CF_CUDA(cudaMemcpy(o.data(), out, 4 * 8, cudaMemcpyDeviceToHost));
+    CF_CUDA(cudaMemcpy(sm.data(), smids, grid * 4, cudaMemcpyDeviceToHost));
     const double total = (double)std::accumulate(by.begin(), by.end(), 0ull);
     std::printf("%-6d %-12.0f %8.0f / %-11.0f %8.0f / %-11.0f %6.0f ns/hop  %7.0f / %-8.0f%s  (SMs %u / %u / %u)\n",
                 S, total / (double)o[0], pct(l2, 0.5), pct(l2, 0.9), pct(ds, 0.5), pct(ds, 0.9), (double)o[1] / LINES,
                 pct(bar, 0.5), pct(bar, 0.9), o[3] ? "  FAILED POLLS" : "", sm[0], sm[1], sm[grid / 2]);
   }
   return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "rt_probe: %s\n", e.what());
+  return 1;
 }
