@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "cuda/gpt_device.cuh"
+#include "probe_common.h"
 
 namespace cg = cooperative_groups;
 using namespace cubeforge::cuda::detail;
@@ -207,25 +208,8 @@ int main(int argc, char** argv) try {
   unsigned char* src;
   CF_CUDA(cudaMalloc(&src, src_bytes));
   CF_CUDA(cudaMemset(src, 1, src_bytes));
-  // device-to-device copy for scale (1 GiB, median of 5)
-  {
-    cudaEvent_t a, z;
-    CF_CUDA(cudaEventCreate(&a));
-    CF_CUDA(cudaEventCreate(&z));
-    std::vector<float> ms;
-    for (int r = 0; r < 5; ++r) {
-      CF_CUDA(cudaEventRecord(a));
-      CF_CUDA(cudaMemcpyAsync(src + src_bytes / 2, src, src_bytes / 2, cudaMemcpyDeviceToDevice));
-      CF_CUDA(cudaEventRecord(z));
-      CF_CUDA(cudaEventSynchronize(z));
-      float t;
-      CF_CUDA(cudaEventElapsedTime(&t, a, z));
-      ms.push_back(t);
-    }
-    std::sort(ms.begin(), ms.end());
-    std::printf("device: %s, %d SMs; copy %.0f GB/s (read + write of 1 GiB, median of 5)\n", prop.name,
-                prop.multiProcessorCount, 2.0 * (double)(src_bytes / 2) / (ms[2] * 1e6));
-  }
+  std::printf("device: %s, %d SMs; copy %.0f GB/s (read + write of 1 GiB, median of 5)\n", prop.name,
+              prop.multiProcessorCount, copy_bandwidth_gbs());
   std::vector<unsigned> chase(LINES * LINE_WORDS, 0);
   {
     std::vector<unsigned> order(LINES);

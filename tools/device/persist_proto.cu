@@ -1,0 +1,811 @@
+// Persistent layer prototype (issue 7, session 42): what one dual layer of the v0.1 decode step costs when a single
+// persistent kernel streams every weight through a shared-memory ring without ever stopping at a kernel boundary, and
+// its phases meet through tagged words in L2 (docs/cuda-gpt.md "Next", session 41's view). It is a pricing tool, not
+// the engine: the layer's structure and bytes are the real ones, its arithmetic is simplified where that does not
+// change the dependencies (no RoPE, no LN affine, no biases, no lm_head), and its result is checked against a host
+// reference of the same arithmetic.
+//
+// One block per SM (cooperative launch: every block resident), 288 threads:
+//   warp 0, lane 0: the producer. It requests, in the consumers' order and across layer boundaries, the block's
+//     ring stages (bulk copies of <= 24 KB: 8 weight rows of 1536 bf16, or one attention split's keys or values),
+//     each as soon as its slot is free; S slots (<= 8).
+//   warps 1-8: the consumers. Per layer l (epoch e = ep0 + l), row spans split evenly over the G blocks:
+//     A  gather x (tagged X words, epoch e) -> LayerNorm -> xn
+//     B  qkv: the block's rows of Wqkv . xn, written as tagged QKV words
+//     C  attention (the first 24 * spl blocks: one (row, head) and one of spl splits of the cached prefix each):
+//        gather the head's q, k, v; q/k RMSNorm; scores over the split's keys (+ the new key in the last split);
+//        softmax; values; a tagged partial (o, max, sum). Split 0's block then gathers the spl partials and writes
+//        the head's output (tagged ATT words).
+//     E  o-proj: gather ATT -> the block's rows of x + Wo . att, tagged X1 words
+//     F  gather X1 -> LayerNorm -> the block's hidden units h = silu(Wg . xn) * (Wu . xn) -> its partial of
+//        Wd . h over those units (all 1536 columns), tagged PART words
+//     G  reduce: the block's columns of x1 + sum of the G partials, tagged X words with epoch e + 1 (next layer's A)
+// --mode stream runs the same schedule with consumers that only take and free each stage: the schedule's byte bound.
+// Build (repo root): nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -Iinference/include -Iinference/src
+//   -o persist_proto tools/device/persist_proto.cu
+// Run: persist_proto [--layers 23] [--pos 334] [--slots 8] [--splits N] [--reps 20] [--backoff NS] [--check]
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cuda/gpt_device.cuh"
+#include "probe_common.h"
+
+using namespace cubeforge::cuda::detail;
+
+constexpr int R = 2;                       // rows: the two guidance rows of one prompt
+constexpr int QKVN = 3 * D;                // 4608
+constexpr int ROWB = D * 2;                // bytes of one weight row (bf16)
+constexpr int SLOT = 8 * ROWB;             // 24 KB: 8 weight rows
+constexpr int MAXS = 8;                    // ring slots at most
+constexpr int NCW = 8;                     // consumer warps
+constexpr int NCT = 32 * NCW;              // consumer threads
+constexpr int NT = NCT + 32;               // + the producer warp
+constexpr int SPL_MAX = 8;                 // attention splits per (row, head) at most
+constexpr int KPOS = SLOT / (HD * 2);      // 96 cached positions per key or value stage at most
+constexpr int LAYER_ROWS = QKVN + D + 3 * F;  // weight rows of 1536 per layer: qkv, o, gate, up, down^T
+constexpr int OFF_O = QKVN, OFF_G = QKVN + D, OFF_U = OFF_G + F, OFF_DT = OFF_U + F;
+constexpr int APW = HD + 2;                // words of one attention partial: o[128], max, sum
+constexpr int RED_SUB = 10;                // threads per output column in the reduce
+constexpr int RED_PER = 14;                // partial sources per thread (G <= 140)
+constexpr int NSTAMP = 10;                 // timeline stamps per block (the middle layer)
+constexpr int HS_MAX = 48;                 // hidden units per block at most (G >= 128)
+
+struct Proto {
+  const bf16* w;                  // [L][LAYER_ROWS][D]
+  bf16* kc;                       // [L][R][H][PMAX][HD] keys (already normalised)
+  bf16* vc;                       // [L][R][H][PMAX][HD] values
+  const float* x0;                // [R][D] the first layer's input
+  unsigned long long* X;          // [R][D] tagged: a layer's input
+  unsigned long long* QKV;        // [R][QKVN]
+  unsigned long long* ATTP;       // [R * H][SPL_MAX][APW]
+  unsigned long long* ATT;        // [R][D]
+  unsigned long long* X1;         // [R][D]
+  unsigned long long* PART;       // [G][R][D]
+  unsigned* err;                  // [4]: failures, first code, block, layer
+  unsigned long long* tl;         // [G][NSTAMP] %globaltimer stamps of the middle layer (consumer thread 0)
+  int L, P, PMAX, S, spl, mode;   // mode 0: full, 1: stream only
+  int backoff;                    // ns of __nanosleep between polling rounds that found a word missing (0: none)
+  unsigned ep0;                   // this launch's first epoch (> 0, all buffers start at epoch 0)
+};
+
+__host__ __device__ inline int span_lo(int n, int parts, int i) { return (int)((long long)n * i / parts); }
+
+// One ring stage of block c at layer l (k-th of the layer): its source and size.
+struct Stage {
+  const void* src;
+  unsigned bytes;
+};
+struct Plan {  // the block's spans (the same for every layer)
+  int q0, q1, o0, o1, f0, f1, d0, d1;
+  int nq, no, nf, natt;  // stages per phase (gate and up: nf each, down: nf)
+  int item, split, p0, p1;
+  __device__ Plan(const Proto& p, int c, int G) {
+    q0 = span_lo(QKVN, G, c), q1 = span_lo(QKVN, G, c + 1);
+    o0 = span_lo(D, G, c), o1 = span_lo(D, G, c + 1);
+    f0 = span_lo(F, G, c), f1 = span_lo(F, G, c + 1);
+    d0 = o0, d1 = o1;
+    nq = (q1 - q0 + 7) / 8, no = (o1 - o0 + 7) / 8, nf = (f1 - f0 + 7) / 8;
+    natt = c < R * H * p.spl ? 2 : 0;
+    item = c / p.spl, split = c % p.spl;
+    p0 = span_lo(p.P, p.spl, split), p1 = span_lo(p.P, p.spl, split + 1);
+  }
+  __device__ int per_layer() const { return nq + natt + no + 3 * nf; }
+  __device__ Stage stage(const Proto& p, int l, int k) const {
+    const bf16* wl = p.w + (size_t)l * LAYER_ROWS * D;
+    auto rows = [&](int off, int lo, int hi, int j) {
+      const int r0 = lo + 8 * j;
+      return Stage{wl + (size_t)(off + r0) * D, (unsigned)(min(8, hi - r0) * ROWB)};
+    };
+    if (k < nq) return rows(0, q0, q1, k);
+    k -= nq;
+    if (k < natt) {
+      const int r = item / H, h = item % H;
+      const bf16* base = (k == 0 ? p.kc : p.vc) + ((((size_t)l * R + r) * H + h) * p.PMAX + p0) * HD;
+      return Stage{base, (unsigned)((p1 - p0) * HD * 2)};
+    }
+    k -= natt;
+    if (k < no) return rows(OFF_O, o0, o1, k);
+    k -= no;
+    if (k < 2 * nf) return rows((k & 1) ? OFF_U : OFF_G, f0, f1, k >> 1);
+    k -= 2 * nf;
+    return rows(OFF_DT, f0, f1, k);
+  }
+};
+
+__device__ __forceinline__ void cbar() { asm volatile("bar.sync 1, %0;" ::"n"(NCT) : "memory"); }
+__device__ __forceinline__ void st_tag(unsigned long long* p, float v, unsigned ep) { st_relaxed_u64(p, tag_pack(v, ep)); }
+
+__device__ __forceinline__ void fail(const Proto& p, int code, int layer) {
+  if (atomicAdd(p.err, 1u) == 0) {
+    p.err[1] = code;
+    p.err[2] = blockIdx.x;
+    p.err[3] = layer;
+  }
+}
+
+// Polls the tagged words addr(j) for the j < PER in `want` until each carries epoch ep, handing each to sink(j, v)
+// once it does (a writer that never comes: the failure is recorded after ~0.2 s and garbage used). Every load of a
+// round is issued before any is checked.
+template <int PER, class Addr, class Sink>
+__device__ __forceinline__ void poll_tags(const Proto& p, unsigned want, unsigned ep, int code, int layer, Addr&& addr,
+                                          Sink&& sink) {
+  const unsigned long long t0 = gtimer();
+  for (unsigned spin = 0; want; ++spin) {
+    unsigned long long w[PER];
+#pragma unroll
+    for (int j = 0; j < PER; ++j)
+      if (want >> j & 1u) w[j] = ld_relaxed_u64(addr(j));
+#pragma unroll
+    for (int j = 0; j < PER; ++j)
+      if ((want >> j & 1u) && (unsigned)(w[j] >> 32) == ep) {
+        sink(j, __uint_as_float((unsigned)w[j]));
+        want &= ~(1u << j);
+      }
+    if ((spin & 255u) == 255u && gtimer() - t0 > 200000000ull) {
+      fail(p, code, layer);
+      break;
+    }
+    if (want && p.backoff) __nanosleep(p.backoff);
+  }
+}
+// poll_tags over the words addr(i) for this consumer thread's i = ct + j * NCT < n, sink(i, v).
+template <int PER, class Addr, class Sink>
+__device__ __forceinline__ void gather(const Proto& p, int n, unsigned ep, int code, int layer, Addr&& addr, Sink&& sink) {
+  const int ct = threadIdx.x - 32;
+  unsigned want = 0;
+#pragma unroll
+  for (int j = 0; j < PER; ++j)
+    if (ct + j * NCT < n) want |= 1u << j;
+  poll_tags<PER>(p, want, ep, code, layer, [&](int j) { return addr(ct + j * NCT); },
+                 [&](int j, float v) { sink(ct + j * NCT, v); });
+}
+// Gathers n <= 12 * NCT contiguous tagged words into dst.
+__device__ __forceinline__ void gather_vec(const Proto& p, const unsigned long long* src, float* dst, int n, unsigned ep, int code,
+                           int layer) {
+  gather<12>(p, n, ep, code, layer, [&](int i) { return src + i; }, [&](int i, float v) { dst[i] = v; });
+}
+
+// Sum over the consumer threads of two values (every consumer thread calls it).
+__device__ __forceinline__ float2 csum2(float a, float b, float2* sh) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    a += __shfl_xor_sync(0xffffffffu, a, o);
+    b += __shfl_xor_sync(0xffffffffu, b, o);
+  }
+  const int w = (threadIdx.x >> 5) - 1;
+  cbar();
+  if ((threadIdx.x & 31) == 0) sh[w] = make_float2(a, b);
+  cbar();
+  float2 s = make_float2(0.f, 0.f);
+#pragma unroll
+  for (int i = 0; i < NCW; ++i) s.x += sh[i].x, s.y += sh[i].y;
+  return s;
+}
+
+// LayerNorm (no affine) of both rows of xs [R][D] into xn; thread ct owns elements ct + j * NCT (rows: j < 6, j >= 6).
+__device__ __forceinline__ void layer_norm(const float* xs, float* xn, float2* sh) {
+  const int ct = threadIdx.x - 32;
+  float a = 0.f, b = 0.f;
+#pragma unroll
+  for (int j = 0; j < 12; ++j) (j < 6 ? a : b) += xs[ct + j * NCT];
+  const float2 m = csum2(a, b, sh);
+  const float m0 = m.x / D, m1 = m.y / D;
+  a = b = 0.f;
+#pragma unroll
+  for (int j = 0; j < 12; ++j) {
+    const float d = xs[ct + j * NCT] - (j < 6 ? m0 : m1);
+    (j < 6 ? a : b) += d * d;
+  }
+  const float2 v = csum2(a, b, sh);
+  const float r0 = rsqrtf(v.x / D + 1e-5f), r1 = rsqrtf(v.y / D + 1e-5f);
+#pragma unroll
+  for (int j = 0; j < 12; ++j) {
+    const int i = ct + j * NCT;
+    xn[i] = (xs[i] - (j < 6 ? m0 : m1)) * (j < 6 ? r0 : r1);
+  }
+  cbar();
+}
+
+__device__ __forceinline__ void bf8(const uint4& u, float (&f)[8]) {
+  const unsigned w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    f[2 * i] = __uint_as_float(w[i] << 16);
+    f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+  }
+}
+// A lane's slice of both rows of a GEMV input [R][D], rounded to bf16 as the reference's autocast rounds every Linear
+// input, held in registers for a phase: columns (i * 32 + lane) * 8 + j (i < 6, j < 8), row 0 in the low and row 1 in
+// the high half of one word. Loaded once per phase: reading the input from shared memory for every weight row made the
+// GEMVs shared-memory bound (~1.4 us per 24 KB stage in session 42's first run), and fp32 registers spilled.
+struct XReg {
+  unsigned x[D / 32];
+  __device__ __forceinline__ void load(const float* xn) {
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int i = 0; i < D / 256; ++i)
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const int col = (i * 32 + lane) * 8 + j;
+        const __nv_bfloat162 v = __floats2bfloat162_rn(xn[col], xn[D + col]);
+        x[i * 8 + j] = *reinterpret_cast<const unsigned*>(&v);
+      }
+  }
+};
+// One warp: the dot products of a 1536-wide bf16 row in shared memory with both rows of x (all lanes get them).
+__device__ __forceinline__ float2 warp_dot(const unsigned char* row, const XReg& x) {
+  const int lane = threadIdx.x & 31;
+  float a = 0.f, b = 0.f;
+#pragma unroll
+  for (int i = 0; i < D / 256; ++i) {
+    float f[8];
+    bf8(*reinterpret_cast<const uint4*>(row + (i * 32 + lane) * 16), f);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const unsigned u = x.x[i * 8 + j];
+      a += f[j] * __uint_as_float(u << 16);
+      b += f[j] * __uint_as_float(u & 0xffff0000u);
+    }
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    a += __shfl_xor_sync(0xffffffffu, a, o);
+    b += __shfl_xor_sync(0xffffffffu, b, o);
+  }
+  return make_float2(a, b);
+}
+
+struct Ring {
+  uint64_t* full;
+  uint64_t* empty;
+  const unsigned char* buf;
+  int S;
+  RingPos rp;
+  __device__ const unsigned char* take() {
+    mbar_wait(&full[rp.slot], rp.phase);
+    return buf + (size_t)rp.slot * SLOT;
+  }
+  __device__ void free() {
+    ring_release(&empty[rp.slot]);
+    rp.next(S);
+  }
+};
+
+// The weight rows [lo, hi) from consecutive ring stages of 8 rows (consumer warp w: row 8k + w of stage k), each row's
+// two dot products with x handed to out(row, value) by the warp's lane 0.
+template <class Out>
+__device__ __forceinline__ void ring_gemv(Ring& ring, const XReg& x, int lo, int hi, Out&& out) {
+  const int cw = (threadIdx.x >> 5) - 1;
+  for (int r0 = lo; r0 < hi; r0 += 8) {
+    const unsigned char* s = ring.take();
+    const int row = r0 + cw;
+    float2 a = make_float2(0.f, 0.f);
+    if (row < hi) a = warp_dot(s + cw * ROWB, x);
+    ring.free();
+    if (row < hi && (threadIdx.x & 31) == 0) out(row, a);
+  }
+}
+
+struct __align__(16) Smem {
+  float xs[R * D];        // the layer input, then x1
+  float xn[R * D];        // normalised input; the attention output in E
+  float hs[HS_MAX * R];   // the block's hidden units
+  float q[HD], k[HD], v[HD];
+  float sc[KPOS + 1];     // scores, then probabilities
+  float o2[2][HD];
+  float cb[SPL_MAX * APW];
+  float red[24 * RED_SUB];
+  float2 sh[NCW];
+  uint64_t full[MAXS], empty[MAXS];
+};
+
+// 224 registers: 9 warps x 32 x 224 fit the register file; __launch_bounds__(288, 1) capped ptxas at 168 and it spilled
+__global__ void __maxnreg__(224) proto_kernel(const Proto p) {
+  extern __shared__ __align__(128) unsigned char ring_buf[];
+  __shared__ Smem sm;
+  const int G = gridDim.x, c = blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const Plan pl(p, c, G);
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < p.S; ++s) {
+      mbar_init(&sm.full[s], 1);
+      mbar_init(&sm.empty[s], NCW);
+    }
+    mbar_fence_init();
+  }
+  __syncthreads();
+  const int per_layer = pl.per_layer();
+  if (warp == 0) {  // the producer
+    if (lane == 0) {
+      const uint64_t pol = policy_evict_first();
+      RingPos rp;
+      int i = 0;
+      for (int l = 0; l < p.L; ++l)
+        for (int k = 0; k < per_layer; ++k, ++i, rp.next(p.S)) {
+          if (i >= p.S) mbar_wait(&sm.empty[rp.slot], rp.phase ^ 1u);
+          const Stage st = pl.stage(p, l, k);
+          mbar_expect_tx(&sm.full[rp.slot], st.bytes);
+          bulk_g2s_hint(ring_buf + (size_t)rp.slot * SLOT, st.src, st.bytes, &sm.full[rp.slot], pol);
+        }
+    }
+    return;
+  }
+  Ring ring{sm.full, sm.empty, ring_buf, p.S, RingPos()};
+  const int cw = warp - 1, ct = threadIdx.x - 32;
+  if (p.mode == 1) {  // stream only
+    for (int i = 0; i < p.L * per_layer; ++i) {
+      ring.take();
+      ring.free();
+    }
+    return;
+  }
+  // the first layer's input: this block's columns of x0
+  for (int i = ct; i < R * (pl.d1 - pl.d0); i += NCT) {
+    const int r = i / (pl.d1 - pl.d0), d = pl.d0 + i % (pl.d1 - pl.d0);
+    st_tag(p.X + r * D + d, p.x0[r * D + d], p.ep0);
+  }
+  const bool att = pl.natt > 0;
+  const int ar = pl.item / H, ah = pl.item % H;
+  const bool last_split = pl.split == p.spl - 1;
+  for (int l = 0; l < p.L; ++l) {
+    const unsigned ep = p.ep0 + l;
+    auto stamp = [&](int i) {
+      if (l == p.L / 2 && ct == 0) p.tl[c * NSTAMP + i] = gtimer();
+    };
+    stamp(0);
+    // A: the layer input, normalised
+    cbar();  // the previous layer's reduce has read sm.xs
+    gather_vec(p, p.X, sm.xs, R * D, ep, 1, l);
+    stamp(1);
+    cbar();
+    layer_norm(sm.xs, sm.xn, sm.sh);
+    // B: qkv rows
+    XReg xr;
+    xr.load(sm.xn);
+    ring_gemv(ring, xr, pl.q0, pl.q1, [&](int row, float2 a) {
+      st_tag(p.QKV + row, a.x, ep);
+      st_tag(p.QKV + QKVN + row, a.y, ep);
+    });
+    stamp(2);
+    // C: attention split, then (split 0) the head's combine
+    if (att) {
+      const unsigned long long* qkv = p.QKV + (size_t)ar * QKVN + ah * HD;
+      gather<2>(p, 3 * HD, ep, 2, l, [&](int i) { return qkv + (i / HD) * D + i % HD; },
+                [&](int i, float v) { (i < HD ? sm.q : i < 2 * HD ? sm.k : sm.v)[i % HD] = v; });
+      cbar();
+      const float qv = ct < HD ? sm.q[ct] : 0.f, kv = ct < HD ? sm.k[ct] : 0.f;
+      const float2 n2 = csum2(qv * qv, kv * kv, sm.sh);
+      if (ct < HD) {
+        sm.q[ct] = qv * rsqrtf(n2.x / HD + 1e-6f) * rsqrtf((float)HD);
+        sm.k[ct] = kv * rsqrtf(n2.y / HD + 1e-6f);
+      }
+      cbar();
+      if (last_split && ct < HD) {  // the new key and value into the cache (read by the next step)
+        const size_t at = ((((size_t)l * R + ar) * H + ah) * p.PMAX + p.P) * HD + ct;
+        p.kc[at] = __float2bfloat16_rn(sm.k[ct]);
+        p.vc[at] = __float2bfloat16_rn(sm.v[ct]);
+      }
+      const int npos = pl.p1 - pl.p0, nt = npos + (last_split ? 1 : 0);
+      {
+        const unsigned char* ks = ring.take();
+        for (int j = cw; j < nt; j += NCW) {
+          float s = 0.f;
+          if (j < npos) {
+            const uint2 u = *reinterpret_cast<const uint2*>(ks + (size_t)j * HD * 2 + lane * 8);
+            s = __uint_as_float(u.x << 16) * sm.q[lane * 4] + __uint_as_float(u.x & 0xffff0000u) * sm.q[lane * 4 + 1] +
+                __uint_as_float(u.y << 16) * sm.q[lane * 4 + 2] +
+                __uint_as_float(u.y & 0xffff0000u) * sm.q[lane * 4 + 3];
+          } else {
+            for (int i = 0; i < 4; ++i) s += sm.k[lane * 4 + i] * sm.q[lane * 4 + i];
+          }
+#pragma unroll
+          for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+          if (lane == 0) sm.sc[j] = s;
+        }
+        ring.free();
+      }
+      cbar();
+      if (cw == 0) {  // softmax of the split (max and sum kept for the combine)
+        float m = -INFINITY;
+        for (int j = lane; j < nt; j += 32) m = fmaxf(m, sm.sc[j]);
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+        float s = 0.f;
+        for (int j = lane; j < nt; j += 32) {
+          const float e = __expf(sm.sc[j] - m);
+          sm.sc[j] = e;
+          s += e;
+        }
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+        if (lane == 0) sm.cb[0] = m, sm.cb[1] = s;
+      }
+      cbar();
+      {
+        const unsigned char* vs = ring.take();
+        const int d = ct & (HD - 1), half = ct >> 7;
+        float o = 0.f;
+        for (int j = half; j < npos; j += 2)
+          o += sm.sc[j] * __bfloat162float(reinterpret_cast<const bf16*>(vs)[(size_t)j * HD + d]);
+        sm.o2[half][d] = o;
+        ring.free();
+      }
+      cbar();
+      unsigned long long* part = p.ATTP + ((size_t)pl.item * SPL_MAX + pl.split) * APW;
+      if (ct < HD) {
+        float o = sm.o2[0][ct] + sm.o2[1][ct];
+        if (last_split) o += sm.sc[npos] * sm.v[ct];
+        st_tag(part + ct, o, ep);
+      } else if (ct == HD) {
+        st_tag(part + HD, sm.cb[0], ep);
+        st_tag(part + HD + 1, sm.cb[1], ep);
+      }
+      if (pl.split == 0) {
+        cbar();  // sm.cb is reused below
+        const unsigned long long* parts = p.ATTP + (size_t)pl.item * SPL_MAX * APW;
+        gather<5>(p, p.spl * APW, ep, 3, l, [&](int i) { return parts + i; }, [&](int i, float v) { sm.cb[i] = v; });
+        cbar();
+        if (ct < HD) {
+          float M = -INFINITY;
+          for (int s = 0; s < p.spl; ++s) M = fmaxf(M, sm.cb[s * APW + HD]);
+          float num = 0.f, den = 0.f;
+          for (int s = 0; s < p.spl; ++s) {
+            const float e = __expf(sm.cb[s * APW + HD] - M);
+            num += e * sm.cb[s * APW + ct];
+            den += e * sm.cb[s * APW + HD + 1];
+          }
+          st_tag(p.ATT + ar * D + ah * HD + ct, num / den, ep);
+        }
+      }
+    }
+    stamp(3);
+    // E: o-proj rows, with the residual
+    cbar();
+    gather_vec(p, p.ATT, sm.xn, R * D, ep, 4, l);
+    stamp(4);
+    cbar();
+    xr.load(sm.xn);
+    ring_gemv(ring, xr, pl.o0, pl.o1, [&](int row, float2 a) {
+      st_tag(p.X1 + row, sm.xs[row] + a.x, ep);
+      st_tag(p.X1 + D + row, sm.xs[D + row] + a.y, ep);
+    });
+    stamp(5);
+    // F: the MLP's hidden units and their partial of the down projection
+    cbar();
+    gather_vec(p, p.X1, sm.xs, R * D, ep, 5, l);
+    stamp(6);
+    cbar();
+    layer_norm(sm.xs, sm.xn, sm.sh);
+    xr.load(sm.xn);
+    for (int k = 0; k < pl.nf; ++k) {
+      const int u = 8 * k + cw;
+      const bool ok = pl.f0 + u < pl.f1;
+      const unsigned char* gs = ring.take();
+      float2 g = make_float2(0.f, 0.f), v = g;
+      if (ok) g = warp_dot(gs + cw * ROWB, xr);
+      ring.free();
+      const unsigned char* us = ring.take();
+      if (ok) v = warp_dot(us + cw * ROWB, xr);
+      ring.free();
+      if (ok && lane == 0) {
+        sm.hs[u * R] = g.x / (1.f + __expf(-g.x)) * v.x;
+        sm.hs[u * R + 1] = g.y / (1.f + __expf(-g.y)) * v.y;
+      }
+    }
+    cbar();
+    stamp(7);
+    float acc[R][8] = {};
+    for (int k = 0; k < pl.nf; ++k) {
+      const unsigned char* ds = ring.take();
+      const int nu = min(8, pl.f1 - pl.f0 - 8 * k);
+      if (ct < D / 8)
+        for (int j = 0; j < nu; ++j) {
+          float f[8];
+          bf8(*reinterpret_cast<const uint4*>(ds + (size_t)j * ROWB + ct * 16), f);
+          const float h0 = sm.hs[(8 * k + j) * R], h1 = sm.hs[(8 * k + j) * R + 1];
+#pragma unroll
+          for (int e = 0; e < 8; ++e) acc[0][e] += h0 * f[e], acc[1][e] += h1 * f[e];
+        }
+      ring.free();
+    }
+    if (ct < D / 8) {
+      unsigned long long* part = p.PART + (size_t)c * R * D + ct * 8;
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int e = 0; e < 8; e += 2)
+          st_relaxed_v2_u64(part + r * D + e, tag_pack(acc[r][e], ep), tag_pack(acc[r][e + 1], ep));
+    }
+    stamp(8);
+    // G: this block's columns of the next layer's input
+    const int nc = pl.d1 - pl.d0, nout = R * nc;
+    {
+      const int o = ct / RED_SUB, sub = ct % RED_SUB;
+      const int r = o / max(nc, 1), col = pl.d0 + o % max(nc, 1);
+      float sum = 0.f;
+      if (o < nout) {
+        const unsigned long long* src = p.PART + (size_t)r * D + col;
+        float vals[RED_PER];
+        unsigned want = 0;
+#pragma unroll
+        for (int j = 0; j < RED_PER; ++j)
+          if (sub + j * RED_SUB < G) want |= 1u << j;
+        poll_tags<RED_PER>(p, want, ep, 6, l, [&](int j) { return src + (size_t)(sub + j * RED_SUB) * R * D; },
+                           [&](int j, float v) { vals[j] = v; });
+#pragma unroll
+        for (int j = 0; j < RED_PER; ++j)
+          if (sub + j * RED_SUB < G) sum += vals[j];
+      }
+      if (o < 24) sm.red[o * RED_SUB + sub] = sum;
+      cbar();
+      if (ct < nout) {
+        const int rr = ct / nc, cc = pl.d0 + ct % nc;
+        float t = sm.xs[rr * D + cc];
+        for (int s = 0; s < RED_SUB; ++s) t += sm.red[ct * RED_SUB + s];
+        st_tag(p.X + rr * D + cc, t, ep + 1);
+      }
+    }
+    stamp(9);
+  }
+}
+
+// ---- host ---------------------------------------------------------------------------------------------------------
+__global__ void fill_bf16(bf16* w, size_t n, unsigned seed, float scale) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    unsigned h = (unsigned)i * 0x9E3779B1u ^ (unsigned)(i >> 32) * 0x85EBCA77u ^ seed;
+    h ^= h >> 15, h *= 0x2C1B3C6Du, h ^= h >> 12, h *= 0x297A2D39u, h ^= h >> 15;
+    w[i] = __float2bfloat16_rn(((float)(h >> 8) * (1.f / 16777216.f) * 2.f - 1.f) * scale);
+  }
+}
+
+static float bf2f(bf16 v) {
+  unsigned short b;
+  std::memcpy(&b, &v, 2);
+  const unsigned u = (unsigned)b << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+static void host_ln(const double* x, double* y) {
+  double m = 0, v = 0;
+  for (int i = 0; i < D; ++i) m += x[i];
+  m /= D;
+  for (int i = 0; i < D; ++i) v += (x[i] - m) * (x[i] - m);
+  const double r = 1.0 / std::sqrt(v / D + 1e-5);
+  for (int i = 0; i < D; ++i) y[i] = (x[i] - m) * r;
+}
+
+// The same arithmetic in double on the host: the layers' output for both rows.
+static double round_bf16(double v) {
+  const float f = (float)v;
+  unsigned u;
+  std::memcpy(&u, &f, 4);
+  u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;  // round to nearest even
+  float r;
+  std::memcpy(&r, &u, 4);
+  return r;
+}
+
+static std::vector<double> host_reference(const std::vector<bf16>& w, const std::vector<bf16>& kc,
+                                          const std::vector<bf16>& vc, const std::vector<float>& x0, int L, int P,
+                                          int PMAX) {
+  std::vector<double> x(x0.begin(), x0.end()), xn(R * D), qkv(R * QKVN), att(R * D), x1(R * D), hh(R * F);
+  std::vector<float> wf(D);
+  std::vector<double> inb(R * D);
+  auto gemv = [&](size_t row0, int nrows, const double* in_, double* out, int ostride) {
+    for (int i = 0; i < R * D; ++i) inb[i] = round_bf16(in_[i]);  // the Linear input in bf16, as on the device
+    const double* in = inb.data();
+    for (int o = 0; o < nrows; ++o) {
+      const bf16* wr = &w[(row0 + o) * D];
+      for (int i = 0; i < D; ++i) wf[i] = bf2f(wr[i]);
+      for (int r = 0; r < R; ++r) {
+        double s = 0;
+        for (int i = 0; i < D; ++i) s += (double)wf[i] * in[r * D + i];
+        out[r * ostride + o] = s;
+      }
+    }
+  };
+  for (int l = 0; l < L; ++l) {
+    const size_t base = (size_t)l * LAYER_ROWS;
+    for (int r = 0; r < R; ++r) host_ln(&x[r * D], &xn[r * D]);
+    gemv(base, QKVN, xn.data(), qkv.data(), QKVN);
+    for (int r = 0; r < R; ++r)
+      for (int h = 0; h < H; ++h) {
+        double q[HD], k[HD], v[HD], nq = 0, nk = 0;
+        for (int d = 0; d < HD; ++d) {
+          q[d] = qkv[r * QKVN + h * HD + d], k[d] = qkv[r * QKVN + D + h * HD + d], v[d] = qkv[r * QKVN + 2 * D + h * HD + d];
+          nq += q[d] * q[d], nk += k[d] * k[d];
+        }
+        const double sq = 1.0 / std::sqrt(nq / HD + 1e-6) / std::sqrt((double)HD), sk = 1.0 / std::sqrt(nk / HD + 1e-6);
+        for (int d = 0; d < HD; ++d) q[d] *= sq, k[d] *= sk;
+        std::vector<double> s(P + 1);
+        const size_t cb = (((size_t)l * R + r) * H + h) * PMAX * HD;
+        double m = -1e300;
+        for (int j = 0; j <= P; ++j) {
+          double t = 0;
+          for (int d = 0; d < HD; ++d) t += q[d] * (j < P ? (double)bf2f(kc[cb + (size_t)j * HD + d]) : k[d]);
+          s[j] = t;
+          m = std::max(m, t);
+        }
+        double den = 0;
+        for (int j = 0; j <= P; ++j) den += (s[j] = std::exp(s[j] - m));
+        for (int d = 0; d < HD; ++d) {
+          double o = 0;
+          for (int j = 0; j <= P; ++j) o += s[j] * (j < P ? (double)bf2f(vc[cb + (size_t)j * HD + d]) : v[d]);
+          att[r * D + h * HD + d] = o / den;
+        }
+      }
+    gemv(base + OFF_O, D, att.data(), x1.data(), D);
+    for (int i = 0; i < R * D; ++i) x1[i] += x[i];
+    for (int r = 0; r < R; ++r) host_ln(&x1[r * D], &xn[r * D]);
+    std::vector<double> g(R * F), u(R * F);
+    gemv(base + OFF_G, F, xn.data(), g.data(), F);
+    gemv(base + OFF_U, F, xn.data(), u.data(), F);
+    for (int i = 0; i < R * F; ++i) hh[i] = g[i] / (1 + std::exp(-g[i])) * u[i];
+    x = x1;
+    for (int j = 0; j < F; ++j) {
+      const bf16* wr = &w[(base + OFF_DT + j) * D];
+      for (int r = 0; r < R; ++r)
+        for (int d = 0; d < D; ++d) x[r * D + d] += hh[r * F + j] * (double)bf2f(wr[d]);
+    }
+  }
+  return x;
+}
+
+static double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+int main(int argc, char** argv) try {
+  int L = 23, P = 334, S = 8, reps = 20, backoff = 0, spl_arg = 0;
+  bool check = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&] { return i + 1 < argc ? std::atoi(argv[++i]) : throw cubeforge::Error("missing value after " + a); };
+    if (a == "--layers") L = next();
+    else if (a == "--pos") P = next();
+    else if (a == "--slots") S = next();
+    else if (a == "--reps") reps = next();
+    else if (a == "--backoff") backoff = next();
+    else if (a == "--splits") spl_arg = next();
+    else if (a == "--check") check = true;
+    else throw cubeforge::Error("unknown argument " + a);
+  }
+  cudaDeviceProp prop;
+  CF_CUDA(cudaGetDeviceProperties(&prop, 0));
+  const int G = prop.multiProcessorCount, PMAX = 512;
+  const int spl = spl_arg > 0 ? spl_arg : std::min(SPL_MAX, G / (R * H));
+  if (L < 1 || L > 60 || S < 2 || S > MAXS || G > RED_SUB * RED_PER || G < 128 || spl < 1 || spl > SPL_MAX ||
+      R * H * spl > G || P < spl ||
+      (P + spl - 1) / spl > KPOS || P >= PMAX)
+    throw cubeforge::Error("unsupported configuration (layers 1-60, slots 2-8, 128-140 SMs, pos < 512 and <= 96 per split)");
+  const size_t wn = (size_t)L * LAYER_ROWS * D, kvn = (size_t)L * R * H * PMAX * HD;
+  bf16 *w, *kc, *vc;
+  float* x0;
+  unsigned long long *X, *QKV, *ATTP, *ATT, *X1, *PART;
+  unsigned* err;
+  CF_CUDA(cudaMalloc(&w, wn * 2));
+  CF_CUDA(cudaMalloc(&kc, kvn * 2));
+  CF_CUDA(cudaMalloc(&vc, kvn * 2));
+  CF_CUDA(cudaMalloc(&x0, R * D * 4));
+  const size_t tagged = (size_t)R * D * 3 + (size_t)R * QKVN + (size_t)R * H * SPL_MAX * APW + (size_t)G * R * D;
+  CF_CUDA(cudaMalloc(&X, tagged * 8));
+  CF_CUDA(cudaMemset(X, 0, tagged * 8));
+  ATT = X + R * D, X1 = ATT + R * D, QKV = X1 + R * D, ATTP = QKV + R * QKVN, PART = ATTP + R * H * SPL_MAX * APW;
+  unsigned long long* tl;
+  CF_CUDA(cudaMalloc(&tl, (size_t)G * NSTAMP * 8));
+  CF_CUDA(cudaMemset(tl, 0, (size_t)G * NSTAMP * 8));
+  CF_CUDA(cudaMalloc(&err, 16));
+  CF_CUDA(cudaMemset(err, 0, 16));
+  for (int l = 0; l < L; ++l) {  // weight scales: unit-variance outputs for unit-variance inputs
+    bf16* wl = w + (size_t)l * LAYER_ROWS * D;
+    fill_bf16<<<1024, 256>>>(wl, (size_t)OFF_DT * D, 1000 + l, std::sqrt(3.f / D));
+    fill_bf16<<<1024, 256>>>(wl + (size_t)OFF_DT * D, (size_t)F * D, 2000 + l, std::sqrt(3.f / F));
+  }
+  fill_bf16<<<1024, 256>>>(kc, kvn, 7, std::sqrt(3.f));
+  fill_bf16<<<1024, 256>>>(vc, kvn, 8, std::sqrt(3.f));
+  std::vector<float> hx0(R * D);
+  for (int i = 0; i < R * D; ++i) hx0[i] = std::sin(0.37f * i) + 0.1f * (i % 7);
+  CF_CUDA(cudaMemcpy(x0, hx0.data(), R * D * 4, cudaMemcpyHostToDevice));
+  CF_CUDA(cudaDeviceSynchronize());
+
+  const size_t smem = (size_t)S * SLOT;
+  CF_CUDA(cudaFuncSetAttribute(proto_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  int per_sm = 0;
+  CF_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, proto_kernel, NT, smem));
+  if (per_sm < 1) throw cubeforge::Error("the kernel does not fit an SM with this ring");
+  // bytes per layer: weights + the cached keys and values the attention splits read
+  const double layer_bytes = (double)LAYER_ROWS * ROWB + 2.0 * R * H * P * HD * 2;
+
+  const double copy_gbs = copy_bandwidth_gbs();
+  std::printf("device: %s, %d SMs; copy %.0f GB/s; layers %d, cached positions %d, %d attention splits, ring %d x %d KB, "
+              "backoff %d ns\n", prop.name, G, copy_gbs, L, P, spl, S, SLOT / 1024, backoff);
+  std::printf("bytes per layer %.2f MB (%.2f us at copy speed)\n", layer_bytes / 1e6, layer_bytes / copy_gbs / 1e3);
+
+  unsigned ep = 1;
+  cudaEvent_t a, z;
+  CF_CUDA(cudaEventCreate(&a));
+  CF_CUDA(cudaEventCreate(&z));
+  auto launch = [&](int mode) {
+    Proto p{w, kc, vc, x0, X, QKV, ATTP, ATT, X1, PART, err, tl, L, P, PMAX, S, spl, mode, backoff, ep};
+    ep += (unsigned)L + 1;
+    void* args[] = {&p};
+    CF_CUDA(cudaEventRecord(a));
+    CF_CUDA(cudaLaunchCooperativeKernel((void*)proto_kernel, dim3(G), dim3(NT), args, smem, 0));
+    CF_CUDA(cudaEventRecord(z));
+    CF_CUDA(cudaEventSynchronize(z));
+    float t;
+    CF_CUDA(cudaEventElapsedTime(&t, a, z));
+    unsigned e[4];
+    CF_CUDA(cudaMemcpy(e, err, 16, cudaMemcpyDeviceToHost));
+    if (e[0])
+      throw cubeforge::Error("a gather timed out: " + std::to_string(e[0]) + " failures, first code " +
+                             std::to_string(e[1]) + " block " + std::to_string(e[2]) + " layer " + std::to_string(e[3]));
+    return (double)t * 1e3;
+  };
+  for (int mode : {0, 1, 0, 1}) {
+    launch(mode);  // warm-up
+    std::vector<double> us;
+    for (int r = 0; r < reps; ++r) us.push_back(launch(mode));
+    const double m = median(us);
+    std::printf("%-12s launch median %8.1f us (min %8.1f, max %8.1f) = %6.2f us per layer, %5.0f GB/s = %4.1f%% of copy\n",
+                mode == 0 ? "full layer" : "stream only", m, *std::min_element(us.begin(), us.end()),
+                *std::max_element(us.begin(), us.end()), m / L, layer_bytes * L / (m * 1e3),
+                100.0 * layer_bytes * L / (m * 1e3) / copy_gbs);
+  }
+  {  // the middle layer's timeline of the last full launch (medians over the blocks, from the earliest stamp 0)
+    launch(0);
+    std::vector<unsigned long long> t((size_t)G * NSTAMP);
+    CF_CUDA(cudaMemcpy(t.data(), tl, t.size() * 8, cudaMemcpyDeviceToHost));
+    unsigned long long t0 = ~0ull;
+    for (int b = 0; b < G; ++b) t0 = std::min(t0, t[b * NSTAMP]);
+    static const char* names[NSTAMP] = {"layer start", "x landed", "qkv done", "attention done", "att landed",
+                                        "o-proj done", "x1 landed", "gate/up done", "down done", "reduce done"};
+    std::printf("middle layer timeline (us from the first block's start; median / max (its block) over blocks; attention blocks' median):\n");
+    for (int i = 0; i < NSTAMP; ++i) {
+      std::vector<double> v, va;
+      for (int b = 0; b < G; ++b) {
+        v.push_back((double)(t[b * NSTAMP + i] - t0) / 1e3);
+        if (b < R * H * spl) va.push_back(v.back());
+      }
+      const auto mx = std::max_element(v.begin(), v.end());
+      std::printf("  %-15s %7.2f / %7.2f (%3d)   %7.2f\n", names[i], median(v), *mx, (int)(mx - v.begin()), median(va));
+    }
+  }
+  if (check) {
+    launch(0);
+    std::vector<unsigned long long> xt(R * D);
+    CF_CUDA(cudaMemcpy(xt.data(), X, R * D * 8, cudaMemcpyDeviceToHost));
+    std::vector<bf16> hw(wn), hk(kvn), hv(kvn);
+    CF_CUDA(cudaMemcpy(hw.data(), w, wn * 2, cudaMemcpyDeviceToHost));
+    CF_CUDA(cudaMemcpy(hk.data(), kc, kvn * 2, cudaMemcpyDeviceToHost));
+    CF_CUDA(cudaMemcpy(hv.data(), vc, kvn * 2, cudaMemcpyDeviceToHost));
+    const std::vector<double> ref = host_reference(hw, hk, hv, hx0, L, P, PMAX);
+    double maxref = 0, maxerr = 0, se = 0, sr = 0;
+    unsigned bad_tags = 0;
+    for (int i = 0; i < R * D; ++i) {
+      if ((unsigned)(xt[i] >> 32) != ep - 1) ++bad_tags;
+      float v;
+      const unsigned u = (unsigned)xt[i];
+      std::memcpy(&v, &u, 4);
+      maxref = std::max(maxref, std::fabs(ref[i]));
+      maxerr = std::max(maxerr, std::fabs(v - ref[i]));
+      se += (v - ref[i]) * (v - ref[i]);
+      sr += ref[i] * ref[i];
+    }
+    std::printf("check against the host (double): max |err| %.3e of max |x| %.3e, relative L2 %.3e, words with a wrong epoch %u%s\n",
+                maxerr, maxref, std::sqrt(se / sr), bad_tags, (bad_tags == 0 && std::sqrt(se / sr) < 1e-4) ? "" : "  FAILED");
+  }
+  return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "persist_proto: %s\n", e.what());
+  return 1;
+}

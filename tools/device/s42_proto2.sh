@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Session 42, second prototype call: persist_proto with its GEMV inputs in registers (bf16, as the reference's autocast)
+# and 224 registers: the check, ring depths, polling backoff, and a short prefix. Usage (device tool, repo root):
+#   bash tools/device/s42_proto2.sh
+set -uo pipefail
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+B=.devcarry/proto/persist_proto
+echo "== check, 4 layers"
+timeout 60 $B --layers 4 --reps 3 --check || exit 1
+for args in "--slots 8" "--slots 7" "--slots 6" "--slots 8 --backoff 64" "--slots 8 --backoff 256" "--slots 8 --pos 96" "--slots 8 --splits 4"; do
+  echo "== 23 layers, $args"; timeout 60 $B --layers 23 --reps 20 $args
+done
+echo "== check, 23 layers"; timeout 100 $B --layers 23 --reps 3 --check
