@@ -3,7 +3,7 @@
 // its phases meet through tagged words in L2 (docs/cuda-gpt.md "Next", session 41's view). It is a pricing tool, not
 // the engine: the layer's structure and bytes are the real ones, its arithmetic is simplified where that does not
 // change the dependencies (no RoPE, no LN affine, no biases, no lm_head), and its result is checked against a host
-// reference of the same arithmetic.
+// reference of the same arithmetic (persist_proto_ref.h).
 //
 // One block per SM (cooperative launch: every block resident), 288 threads:
 //   warp 0, lane 0: the producer. It requests, in the consumers' order and across layer boundaries, the block's
@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "cuda/gpt_device.cuh"
+#include "persist_proto_ref.h"
 #include "probe_common.h"
 
 using namespace cubeforge::cuda::detail;
@@ -306,8 +307,9 @@ struct __align__(16) Smem {
   uint64_t full[MAXS], empty[MAXS];
 };
 
-// 224 registers: 9 warps x 32 x 224 fit the register file; __launch_bounds__(288, 1) capped ptxas at 168 and it spilled
-__global__ void __maxnreg__(224) proto_kernel(const Proto p) {
+// One block of 288 threads per SM: ptxas caps it at 168 registers and spills ~200 bytes (__maxnreg__(224) compiled
+// without spills but does not fit an SM: session 42, call 3).
+__global__ void __launch_bounds__(NT, 1) proto_kernel(const Proto p) {
   extern __shared__ __align__(128) unsigned char ring_buf[];
   __shared__ Smem sm;
   const int G = gridDim.x, c = blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -564,101 +566,6 @@ __global__ void fill_bf16(bf16* w, size_t n, unsigned seed, float scale) {
   }
 }
 
-static float bf2f(bf16 v) {
-  unsigned short b;
-  std::memcpy(&b, &v, 2);
-  const unsigned u = (unsigned)b << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
-static void host_ln(const double* x, double* y) {
-  double m = 0, v = 0;
-  for (int i = 0; i < D; ++i) m += x[i];
-  m /= D;
-  for (int i = 0; i < D; ++i) v += (x[i] - m) * (x[i] - m);
-  const double r = 1.0 / std::sqrt(v / D + 1e-5);
-  for (int i = 0; i < D; ++i) y[i] = (x[i] - m) * r;
-}
-
-// The same arithmetic in double on the host: the layers' output for both rows.
-static double round_bf16(double v) {
-  const float f = (float)v;
-  unsigned u;
-  std::memcpy(&u, &f, 4);
-  u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;  // round to nearest even
-  float r;
-  std::memcpy(&r, &u, 4);
-  return r;
-}
-
-static std::vector<double> host_reference(const std::vector<bf16>& w, const std::vector<bf16>& kc,
-                                          const std::vector<bf16>& vc, const std::vector<float>& x0, int L, int P,
-                                          int PMAX) {
-  std::vector<double> x(x0.begin(), x0.end()), xn(R * D), qkv(R * QKVN), att(R * D), x1(R * D), hh(R * F);
-  std::vector<float> wf(D);
-  std::vector<double> inb(R * D);
-  auto gemv = [&](size_t row0, int nrows, const double* in_, double* out, int ostride) {
-    for (int i = 0; i < R * D; ++i) inb[i] = round_bf16(in_[i]);  // the Linear input in bf16, as on the device
-    const double* in = inb.data();
-    for (int o = 0; o < nrows; ++o) {
-      const bf16* wr = &w[(row0 + o) * D];
-      for (int i = 0; i < D; ++i) wf[i] = bf2f(wr[i]);
-      for (int r = 0; r < R; ++r) {
-        double s = 0;
-        for (int i = 0; i < D; ++i) s += (double)wf[i] * in[r * D + i];
-        out[r * ostride + o] = s;
-      }
-    }
-  };
-  for (int l = 0; l < L; ++l) {
-    const size_t base = (size_t)l * LAYER_ROWS;
-    for (int r = 0; r < R; ++r) host_ln(&x[r * D], &xn[r * D]);
-    gemv(base, QKVN, xn.data(), qkv.data(), QKVN);
-    for (int r = 0; r < R; ++r)
-      for (int h = 0; h < H; ++h) {
-        double q[HD], k[HD], v[HD], nq = 0, nk = 0;
-        for (int d = 0; d < HD; ++d) {
-          q[d] = qkv[r * QKVN + h * HD + d], k[d] = qkv[r * QKVN + D + h * HD + d], v[d] = qkv[r * QKVN + 2 * D + h * HD + d];
-          nq += q[d] * q[d], nk += k[d] * k[d];
-        }
-        const double sq = 1.0 / std::sqrt(nq / HD + 1e-6) / std::sqrt((double)HD), sk = 1.0 / std::sqrt(nk / HD + 1e-6);
-        for (int d = 0; d < HD; ++d) q[d] *= sq, k[d] *= sk;
-        std::vector<double> s(P + 1);
-        const size_t cb = (((size_t)l * R + r) * H + h) * PMAX * HD;
-        double m = -1e300;
-        for (int j = 0; j <= P; ++j) {
-          double t = 0;
-          for (int d = 0; d < HD; ++d) t += q[d] * (j < P ? (double)bf2f(kc[cb + (size_t)j * HD + d]) : k[d]);
-          s[j] = t;
-          m = std::max(m, t);
-        }
-        double den = 0;
-        for (int j = 0; j <= P; ++j) den += (s[j] = std::exp(s[j] - m));
-        for (int d = 0; d < HD; ++d) {
-          double o = 0;
-          for (int j = 0; j <= P; ++j) o += s[j] * (j < P ? (double)bf2f(vc[cb + (size_t)j * HD + d]) : v[d]);
-          att[r * D + h * HD + d] = o / den;
-        }
-      }
-    gemv(base + OFF_O, D, att.data(), x1.data(), D);
-    for (int i = 0; i < R * D; ++i) x1[i] += x[i];
-    for (int r = 0; r < R; ++r) host_ln(&x1[r * D], &xn[r * D]);
-    std::vector<double> g(R * F), u(R * F);
-    gemv(base + OFF_G, F, xn.data(), g.data(), F);
-    gemv(base + OFF_U, F, xn.data(), u.data(), F);
-    for (int i = 0; i < R * F; ++i) hh[i] = g[i] / (1 + std::exp(-g[i])) * u[i];
-    x = x1;
-    for (int j = 0; j < F; ++j) {
-      const bf16* wr = &w[(base + OFF_DT + j) * D];
-      for (int r = 0; r < R; ++r)
-        for (int d = 0; d < D; ++d) x[r * D + d] += hh[r * F + j] * (double)bf2f(wr[d]);
-    }
-  }
-  return x;
-}
-
 static double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -784,25 +691,29 @@ int main(int argc, char** argv) try {
     launch(0);
     std::vector<unsigned long long> xt(R * D);
     CF_CUDA(cudaMemcpy(xt.data(), X, R * D * 8, cudaMemcpyDeviceToHost));
-    std::vector<bf16> hw(wn), hk(kvn), hv(kvn);
+    std::vector<uint16_t> hw(wn), hk(kvn), hv(kvn);
     CF_CUDA(cudaMemcpy(hw.data(), w, wn * 2, cudaMemcpyDeviceToHost));
     CF_CUDA(cudaMemcpy(hk.data(), kc, kvn * 2, cudaMemcpyDeviceToHost));
     CF_CUDA(cudaMemcpy(hv.data(), vc, kvn * 2, cudaMemcpyDeviceToHost));
-    const std::vector<double> ref = host_reference(hw, hk, hv, hx0, L, P, PMAX);
-    double maxref = 0, maxerr = 0, se = 0, sr = 0;
+    const std::vector<double> ref = persist_ref::reference<double>(hw, hk, hv, hx0, L, P, PMAX);
+    const std::vector<double> ref32 = persist_ref::reference<float>(hw, hk, hv, hx0, L, P, PMAX);
+    std::vector<double> dev(R * D);
     unsigned bad_tags = 0;
     for (int i = 0; i < R * D; ++i) {
       if ((unsigned)(xt[i] >> 32) != ep - 1) ++bad_tags;
       float v;
       const unsigned u = (unsigned)xt[i];
       std::memcpy(&v, &u, 4);
-      maxref = std::max(maxref, std::fabs(ref[i]));
-      maxerr = std::max(maxerr, std::fabs(v - ref[i]));
-      se += (v - ref[i]) * (v - ref[i]);
-      sr += ref[i] * ref[i];
+      dev[i] = v;
     }
-    std::printf("check against the host (double): max |err| %.3e of max |x| %.3e, relative L2 %.3e, words with a wrong epoch %u%s\n",
-                maxerr, maxref, std::sqrt(se / sr), bad_tags, (bad_tags == 0 && std::sqrt(se / sr) < 1e-4) ? "" : "  FAILED");
+    // The GEMV inputs are rounded to bf16, so results computed in fp32 in another order differ from the double
+    // reference where a value lands on the other side of a rounding boundary; the host's own fp32 result measures that
+    // noise. The device passes within 4x of it (and within the project's bf16 bar, 2e-2).
+    const double e_dev = persist_ref::rel_l2(dev, ref), e_host = persist_ref::rel_l2(ref32, ref);
+    const bool ok = bad_tags == 0 && e_dev <= 4 * e_host + 1e-6 && e_dev < 2e-2;
+    std::printf("check against the host reference in double: relative L2 %.3e (the host's own fp32 result: %.3e), "
+                "words with a wrong epoch %u: %s\n", e_dev, e_host, bad_tags, ok ? "passed" : "FAILED");
+    if (!ok) return 1;
   }
   return 0;
 } catch (const std::exception& e) {
