@@ -20,7 +20,9 @@
 //     F  gather X1 -> LayerNorm -> the block's hidden units h = silu(Wg . xn) * (Wu . xn) -> its partial of
 //        Wd . h over those units (all 1536 columns), tagged PART words
 //     G  reduce: the block's columns of x1 + sum of the G partials, tagged X words with epoch e + 1 (next layer's A)
-// --mode stream runs the same schedule with consumers that only take and free each stage: the schedule's byte bound.
+// Besides the full layer, each run times the same schedule with consumers that only take and free each stage (the
+// schedule's byte bound), and with consumers that run every stage through the GEMV's dot products and nothing else
+// (the consumers' own rate; once more without the cross-proxy fence that frees a slot).
 // Build (repo root): nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -Iinference/include -Iinference/src
 //   -o persist_proto tools/device/persist_proto.cu
 // Run: persist_proto [--layers 23] [--pos 334] [--slots 8] [--splits N] [--reps 20] [--backoff NS] [--check]
@@ -71,7 +73,7 @@ struct Proto {
   unsigned long long* PART;       // [G][R][D]
   unsigned* err;                  // [4]: failures, first code, block, layer
   unsigned long long* tl;         // [G][NSTAMP] %globaltimer stamps of the middle layer (consumer thread 0)
-  int L, P, PMAX, S, spl, mode;   // mode 0: full, 1: stream only
+  int L, P, PMAX, S, spl, mode;   // mode 0: full, 1: stream only, 2: consume only (3: without the proxy fence)
   int backoff;                    // ns of __nanosleep between polling rounds that found a word missing (0: none)
   unsigned ep0;                   // this launch's first epoch (> 0, all buffers start at epoch 0)
 };
@@ -345,6 +347,26 @@ __global__ void __launch_bounds__(NT, 1) proto_kernel(const Proto p) {
       ring.take();
       ring.free();
     }
+    return;
+  }
+  if (p.mode >= 2) {  // consume only: every stage through warp_dot (8 rows of 1536), no dependencies, no stores
+    for (int i = ct; i < R * D; i += NCT) sm.xn[i] = p.x0[i];
+    cbar();
+    XReg xr;
+    xr.load(sm.xn);
+    float sink = 0.f;
+    for (int i = 0; i < p.L * per_layer; ++i) {
+      const float2 a = warp_dot(ring.take() + cw * ROWB, xr);
+      sink += a.x + a.y;
+      if (p.mode == 3) {  // without the cross-proxy fence (timing only: unsafe for the data)
+        __syncwarp();
+        if (lane == 0) mbar_arrive(&sm.empty[ring.rp.slot]);
+        ring.rp.next(p.S);
+      } else {
+        ring.free();
+      }
+    }
+    if (sink == 12345.f) p.err[1] = 99;  // keeps the arithmetic
     return;
   }
   // the first layer's input: this block's columns of x0
@@ -658,13 +680,14 @@ int main(int argc, char** argv) try {
                              std::to_string(e[1]) + " block " + std::to_string(e[2]) + " layer " + std::to_string(e[3]));
     return (double)t * 1e3;
   };
-  for (int mode : {0, 1, 0, 1}) {
+  static const char* mode_names[] = {"full layer", "stream only", "consume only", "consume, no proxy fence"};
+  for (int mode : {0, 1, 0, 1, 2, 3}) {
     launch(mode);  // warm-up
     std::vector<double> us;
     for (int r = 0; r < reps; ++r) us.push_back(launch(mode));
     const double m = median(us);
-    std::printf("%-12s launch median %8.1f us (min %8.1f, max %8.1f) = %6.2f us per layer, %5.0f GB/s = %4.1f%% of copy\n",
-                mode == 0 ? "full layer" : "stream only", m, *std::min_element(us.begin(), us.end()),
+    std::printf("%-24s launch median %8.1f us (min %8.1f, max %8.1f) = %6.2f us per layer, %5.0f GB/s = %4.1f%% of copy\n",
+                mode_names[mode], m, *std::min_element(us.begin(), us.end()),
                 *std::max_element(us.begin(), us.end()), m / L, layer_bytes * L / (m * 1e3),
                 100.0 * layer_bytes * L / (m * 1e3) / copy_gbs);
   }
