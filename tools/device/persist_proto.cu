@@ -25,7 +25,7 @@
 // (the consumers' own rate; once more without the cross-proxy fence that frees a slot).
 // Build (repo root): nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -Iinference/include -Iinference/src
 //   -o persist_proto tools/device/persist_proto.cu
-// Run: persist_proto [--layers 23] [--pos 334] [--slots 8] [--splits N] [--reps 20] [--backoff NS] [--check]
+// Run: persist_proto [--layers 23] [--pos 334] [--slots 8] [--splits N] [--reps 20] [--backoff NS] [--mma] [--check]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "cuda/gpt_device.cuh"
+#include "cuda/gpt_gemv.cuh"
 #include "persist_proto_ref.h"
 #include "probe_common.h"
 
@@ -57,6 +58,8 @@ constexpr int OFF_O = QKVN, OFF_G = QKVN + D, OFF_U = OFF_G + F, OFF_DT = OFF_U 
 constexpr int APW = HD + 2;                // words of one attention partial: o[128], max, sum
 constexpr int RED_SUB = 10;                // threads per output column in the reduce
 constexpr int RED_PER = 14;                // partial sources per thread (G <= 140)
+constexpr int WCH = D / 32 / NCW;          // 32-wide k chunks of a stage per consumer warp (MMA path)
+constexpr int MAXST_Q = 5, MAXST_O = 2, MAXST_GU = 12;  // stages per block of qkv, o-proj, gate + up (G >= 128)
 constexpr int NSTAMP = 10;                 // timeline stamps per block (the middle layer)
 constexpr int HS_MAX = 48;                 // hidden units per block at most (G >= 128)
 
@@ -296,10 +299,53 @@ __device__ __forceinline__ void ring_gemv(Ring& ring, const XReg& x, int lo, int
   }
 }
 
+// The same GEMVs on tensor cores (--mma): the ns (<= MAXST) stages of a phase, each 8 weight rows of 1536, split
+// along k over the consumer warps (warp w: 32-wide chunks w * WCH ..). mma.m16n8k16 with the two input rows (bf16) as
+// rows 0-1 of A and the stage's 8 weight rows as the 8 columns of B; the k order inside a chunk is permuted alike for
+// A and B so that every lane reads 16 contiguous bytes of its weight row (the engine's mma_chunk). Each warp writes its
+// partial sums of a stage to `red` (NCW * MAXST * R * 8 floats, which may alias xn); once the last stage is freed they
+// are summed over the warps and out(stage, row, n, value) runs on the consumer threads, so no global store is issued
+// while the phase frees ring slots.
+template <int MAXST, class Out>
+__device__ __forceinline__ void mma_phase(Ring& ring, const float* xn, float* red, int ns, Out&& out) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3, cw = (threadIdx.x >> 5) - 1, ct = threadIdx.x - 32;
+  const uint4 z = make_uint4(0u, 0u, 0u, 0u);
+  uint4 a[WCH];
+#pragma unroll
+  for (int c = 0; c < WCH; ++c) {
+    a[c] = z;
+    if (g < R) {
+      const float* x = xn + g * D + (cw * WCH + c) * 32 + t4 * 8;
+      a[c] = make_uint4(pack_bf2(x[0], x[1]), pack_bf2(x[2], x[3]), pack_bf2(x[4], x[5]), pack_bf2(x[6], x[7]));
+    }
+  }
+  cbar();  // every warp holds its fragments: red may overwrite xn
+  for (int s = 0; s < ns; ++s) {
+    const unsigned char* st = ring.take() + g * ROWB + (cw * WCH * 32 + t4 * 8) * 2;
+    float d[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int c = 0; c < WCH; ++c) mma_chunk(d, a[c], z, *reinterpret_cast<const uint4*>(st + c * 64));
+    ring.free();
+    if (g < R) {
+      float* o = red + ((cw * MAXST + s) * R + g) * 8 + t4 * 2;
+      o[0] = d[0], o[1] = d[1];
+    }
+  }
+  cbar();
+  for (int i = ct; i < ns * R * 8; i += NCT) {
+    const int s = i / (R * 8), r = (i >> 3) % R, n = i & 7;
+    float v = 0.f;
+    for (int w = 0; w < NCW; ++w) v += red[((w * MAXST + s) * R + r) * 8 + n];
+    out(s, r, n, v);
+  }
+  cbar();  // red (and xn) free again
+}
+
 struct __align__(16) Smem {
   float xs[R * D];        // the layer input, then x1
   float xn[R * D];        // normalised input; the attention output in E
   float hs[HS_MAX * R];   // the block's hidden units
+  float gu[2][HS_MAX * R];  // their gate and up values (MMA path)
   float q[HD], k[HD], v[HD];
   float sc[KPOS + 1];     // scores, then probabilities
   float o2[2][HD];
@@ -311,6 +357,104 @@ struct __align__(16) Smem {
 
 // One block of 288 threads per SM: ptxas caps it at 168 registers and spills ~200 bytes (__maxnreg__(224) compiled
 // without spills but does not fit an SM: session 42, call 3).
+// C: the attention split of block pl (one (row, head) item, positions [p0, p1) of the cache, plus the new key in the
+// last split), then (split 0) the head's combine. Not inlined: its registers do not weigh on the layer loop's
+// (with it inlined the kernel spilled 2-3x more at the 168-register cap).
+__device__ __noinline__ void attention_phase(const Proto& p, Smem& sm, Ring& ring, const Plan& pl, int l, unsigned ep) {
+  const int ct = threadIdx.x - 32, cw = (threadIdx.x >> 5) - 1, lane = threadIdx.x & 31;
+  const int ar = pl.item / H, ah = pl.item % H;
+  const bool last_split = pl.split == p.spl - 1;
+    const unsigned long long* qkv = p.QKV + (size_t)ar * QKVN + ah * HD;
+    gather<2>(p, 3 * HD, ep, 2, l, [&](int i) { return qkv + (i / HD) * D + i % HD; },
+              [&](int i, float v) { (i < HD ? sm.q : i < 2 * HD ? sm.k : sm.v)[i % HD] = v; });
+    cbar();
+    const float qv = ct < HD ? sm.q[ct] : 0.f, kv = ct < HD ? sm.k[ct] : 0.f;
+    const float2 n2 = csum2(qv * qv, kv * kv, sm.sh);
+    if (ct < HD) {
+      sm.q[ct] = qv * rsqrtf(n2.x / HD + 1e-6f) * rsqrtf((float)HD);
+      sm.k[ct] = kv * rsqrtf(n2.y / HD + 1e-6f);
+    }
+    cbar();
+    if (last_split && ct < HD) {  // the new key and value into the cache (read by the next step)
+      const size_t at = ((((size_t)l * R + ar) * H + ah) * p.PMAX + p.P) * HD + ct;
+      p.kc[at] = __float2bfloat16_rn(sm.k[ct]);
+      p.vc[at] = __float2bfloat16_rn(sm.v[ct]);
+    }
+    const int npos = pl.p1 - pl.p0, nt = npos + (last_split ? 1 : 0);
+    {
+      const unsigned char* ks = ring.take();
+      for (int j = cw; j < nt; j += NCW) {
+        float s = 0.f;
+        if (j < npos) {
+          const uint2 u = *reinterpret_cast<const uint2*>(ks + (size_t)j * HD * 2 + lane * 8);
+          s = __uint_as_float(u.x << 16) * sm.q[lane * 4] + __uint_as_float(u.x & 0xffff0000u) * sm.q[lane * 4 + 1] +
+              __uint_as_float(u.y << 16) * sm.q[lane * 4 + 2] +
+              __uint_as_float(u.y & 0xffff0000u) * sm.q[lane * 4 + 3];
+        } else {
+          for (int i = 0; i < 4; ++i) s += sm.k[lane * 4 + i] * sm.q[lane * 4 + i];
+        }
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+        if (lane == 0) sm.sc[j] = s;
+      }
+      ring.free();
+    }
+    cbar();
+    if (cw == 0) {  // softmax of the split (max and sum kept for the combine)
+      float m = -INFINITY;
+      for (int j = lane; j < nt; j += 32) m = fmaxf(m, sm.sc[j]);
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+      float s = 0.f;
+      for (int j = lane; j < nt; j += 32) {
+        const float e = __expf(sm.sc[j] - m);
+        sm.sc[j] = e;
+        s += e;
+      }
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+      if (lane == 0) sm.cb[0] = m, sm.cb[1] = s;
+    }
+    cbar();
+    {
+      const unsigned char* vs = ring.take();
+      const int d = ct & (HD - 1), half = ct >> 7;
+      float o = 0.f;
+      for (int j = half; j < npos; j += 2)
+        o += sm.sc[j] * __bfloat162float(reinterpret_cast<const bf16*>(vs)[(size_t)j * HD + d]);
+      sm.o2[half][d] = o;
+      ring.free();
+    }
+    cbar();
+    unsigned long long* part = p.ATTP + ((size_t)pl.item * SPL_MAX + pl.split) * APW;
+    if (ct < HD) {
+      float o = sm.o2[0][ct] + sm.o2[1][ct];
+      if (last_split) o += sm.sc[npos] * sm.v[ct];
+      st_tag(part + ct, o, ep);
+    } else if (ct == HD) {
+      st_tag(part + HD, sm.cb[0], ep);
+      st_tag(part + HD + 1, sm.cb[1], ep);
+    }
+    if (pl.split == 0) {
+      cbar();  // sm.cb is reused below
+      const unsigned long long* parts = p.ATTP + (size_t)pl.item * SPL_MAX * APW;
+      gather<5>(p, p.spl * APW, ep, 3, l, [&](int i) { return parts + i; }, [&](int i, float v) { sm.cb[i] = v; });
+      cbar();
+      if (ct < HD) {
+        float M = -INFINITY;
+        for (int s = 0; s < p.spl; ++s) M = fmaxf(M, sm.cb[s * APW + HD]);
+        float num = 0.f, den = 0.f;
+        for (int s = 0; s < p.spl; ++s) {
+          const float e = __expf(sm.cb[s * APW + HD] - M);
+          num += e * sm.cb[s * APW + ct];
+          den += e * sm.cb[s * APW + HD + 1];
+        }
+        st_tag(p.ATT + ar * D + ah * HD + ct, num / den, ep);
+      }
+    }
+}
+
+template <bool MMA>  // the GEMVs on tensor cores (mma_phase) or a warp per weight row (ring_gemv): separate register budgets
 __global__ void __launch_bounds__(NT, 1) proto_kernel(const Proto p) {
   extern __shared__ __align__(128) unsigned char ring_buf[];
   __shared__ Smem sm;
@@ -352,12 +496,32 @@ __global__ void __launch_bounds__(NT, 1) proto_kernel(const Proto p) {
   if (p.mode >= 2) {  // consume only: every stage through warp_dot (8 rows of 1536), no dependencies, no stores
     for (int i = ct; i < R * D; i += NCT) sm.xn[i] = p.x0[i];
     cbar();
-    XReg xr;
-    xr.load(sm.xn);
     float sink = 0.f;
+    XReg xr;
+    uint4 af[WCH];
+    const int g = lane >> 2, t4 = lane & 3;
+    if constexpr (MMA) {
+#pragma unroll
+      for (int c = 0; c < WCH; ++c) {
+        const float* x = sm.xn + (g & 1) * D + (cw * WCH + c) * 32 + t4 * 8;
+        af[c] = make_uint4(pack_bf2(x[0], x[1]), pack_bf2(x[2], x[3]), pack_bf2(x[4], x[5]), pack_bf2(x[6], x[7]));
+      }
+    } else {
+      xr.load(sm.xn);
+    }
     for (int i = 0; i < p.L * per_layer; ++i) {
-      const float2 a = warp_dot(ring.take() + cw * ROWB, xr);
-      sink += a.x + a.y;
+      const unsigned char* st = ring.take();
+      if constexpr (MMA) {
+        float d[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+        for (int c = 0; c < WCH; ++c)
+          mma_chunk(d, af[c], make_uint4(0u, 0u, 0u, 0u),
+                    *reinterpret_cast<const uint4*>(st + g * ROWB + ((cw * WCH + c) * 32 + t4 * 8) * 2));
+        sink += d[0] + d[1];
+      } else {
+        const float2 a = warp_dot(st + cw * ROWB, xr);
+        sink += a.x + a.y;
+      }
       if (p.mode == 3) {  // without the cross-proxy fence (timing only: unsafe for the data)
         __syncwarp();
         if (lane == 0) mbar_arrive(&sm.empty[ring.rp.slot]);
@@ -391,114 +555,39 @@ __global__ void __launch_bounds__(NT, 1) proto_kernel(const Proto p) {
     layer_norm(sm.xs, sm.xn, sm.sh);
     // B: qkv rows
     XReg xr;
-    xr.load(sm.xn);
-    ring_gemv(ring, xr, pl.q0, pl.q1, [&](int row, float2 a) {
-      st_tag(p.QKV + row, a.x, ep);
-      st_tag(p.QKV + QKVN + row, a.y, ep);
-    });
+    if constexpr (MMA) {
+      mma_phase<MAXST_Q>(ring, sm.xn, sm.xn, pl.nq, [&](int st, int r, int n, float v) {
+        const int row = pl.q0 + 8 * st + n;
+        if (row < pl.q1) st_tag(p.QKV + r * QKVN + row, v, ep);
+      });
+    } else {
+      xr.load(sm.xn);
+      ring_gemv(ring, xr, pl.q0, pl.q1, [&](int row, float2 a) {
+        st_tag(p.QKV + row, a.x, ep);
+        st_tag(p.QKV + QKVN + row, a.y, ep);
+      });
+    }
     stamp(2);
     // C: attention split, then (split 0) the head's combine
-    if (att) {
-      const unsigned long long* qkv = p.QKV + (size_t)ar * QKVN + ah * HD;
-      gather<2>(p, 3 * HD, ep, 2, l, [&](int i) { return qkv + (i / HD) * D + i % HD; },
-                [&](int i, float v) { (i < HD ? sm.q : i < 2 * HD ? sm.k : sm.v)[i % HD] = v; });
-      cbar();
-      const float qv = ct < HD ? sm.q[ct] : 0.f, kv = ct < HD ? sm.k[ct] : 0.f;
-      const float2 n2 = csum2(qv * qv, kv * kv, sm.sh);
-      if (ct < HD) {
-        sm.q[ct] = qv * rsqrtf(n2.x / HD + 1e-6f) * rsqrtf((float)HD);
-        sm.k[ct] = kv * rsqrtf(n2.y / HD + 1e-6f);
-      }
-      cbar();
-      if (last_split && ct < HD) {  // the new key and value into the cache (read by the next step)
-        const size_t at = ((((size_t)l * R + ar) * H + ah) * p.PMAX + p.P) * HD + ct;
-        p.kc[at] = __float2bfloat16_rn(sm.k[ct]);
-        p.vc[at] = __float2bfloat16_rn(sm.v[ct]);
-      }
-      const int npos = pl.p1 - pl.p0, nt = npos + (last_split ? 1 : 0);
-      {
-        const unsigned char* ks = ring.take();
-        for (int j = cw; j < nt; j += NCW) {
-          float s = 0.f;
-          if (j < npos) {
-            const uint2 u = *reinterpret_cast<const uint2*>(ks + (size_t)j * HD * 2 + lane * 8);
-            s = __uint_as_float(u.x << 16) * sm.q[lane * 4] + __uint_as_float(u.x & 0xffff0000u) * sm.q[lane * 4 + 1] +
-                __uint_as_float(u.y << 16) * sm.q[lane * 4 + 2] +
-                __uint_as_float(u.y & 0xffff0000u) * sm.q[lane * 4 + 3];
-          } else {
-            for (int i = 0; i < 4; ++i) s += sm.k[lane * 4 + i] * sm.q[lane * 4 + i];
-          }
-#pragma unroll
-          for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-          if (lane == 0) sm.sc[j] = s;
-        }
-        ring.free();
-      }
-      cbar();
-      if (cw == 0) {  // softmax of the split (max and sum kept for the combine)
-        float m = -INFINITY;
-        for (int j = lane; j < nt; j += 32) m = fmaxf(m, sm.sc[j]);
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-        float s = 0.f;
-        for (int j = lane; j < nt; j += 32) {
-          const float e = __expf(sm.sc[j] - m);
-          sm.sc[j] = e;
-          s += e;
-        }
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-        if (lane == 0) sm.cb[0] = m, sm.cb[1] = s;
-      }
-      cbar();
-      {
-        const unsigned char* vs = ring.take();
-        const int d = ct & (HD - 1), half = ct >> 7;
-        float o = 0.f;
-        for (int j = half; j < npos; j += 2)
-          o += sm.sc[j] * __bfloat162float(reinterpret_cast<const bf16*>(vs)[(size_t)j * HD + d]);
-        sm.o2[half][d] = o;
-        ring.free();
-      }
-      cbar();
-      unsigned long long* part = p.ATTP + ((size_t)pl.item * SPL_MAX + pl.split) * APW;
-      if (ct < HD) {
-        float o = sm.o2[0][ct] + sm.o2[1][ct];
-        if (last_split) o += sm.sc[npos] * sm.v[ct];
-        st_tag(part + ct, o, ep);
-      } else if (ct == HD) {
-        st_tag(part + HD, sm.cb[0], ep);
-        st_tag(part + HD + 1, sm.cb[1], ep);
-      }
-      if (pl.split == 0) {
-        cbar();  // sm.cb is reused below
-        const unsigned long long* parts = p.ATTP + (size_t)pl.item * SPL_MAX * APW;
-        gather<5>(p, p.spl * APW, ep, 3, l, [&](int i) { return parts + i; }, [&](int i, float v) { sm.cb[i] = v; });
-        cbar();
-        if (ct < HD) {
-          float M = -INFINITY;
-          for (int s = 0; s < p.spl; ++s) M = fmaxf(M, sm.cb[s * APW + HD]);
-          float num = 0.f, den = 0.f;
-          for (int s = 0; s < p.spl; ++s) {
-            const float e = __expf(sm.cb[s * APW + HD] - M);
-            num += e * sm.cb[s * APW + ct];
-            den += e * sm.cb[s * APW + HD + 1];
-          }
-          st_tag(p.ATT + ar * D + ah * HD + ct, num / den, ep);
-        }
-      }
-    }
+    if (att) attention_phase(p, sm, ring, pl, l, ep);
     stamp(3);
     // E: o-proj rows, with the residual
     cbar();
     gather_vec(p, p.ATT, sm.xn, R * D, ep, 4, l);
     stamp(4);
     cbar();
-    xr.load(sm.xn);
-    ring_gemv(ring, xr, pl.o0, pl.o1, [&](int row, float2 a) {
-      st_tag(p.X1 + row, sm.xs[row] + a.x, ep);
-      st_tag(p.X1 + D + row, sm.xs[D + row] + a.y, ep);
-    });
+    if constexpr (MMA) {
+      mma_phase<MAXST_O>(ring, sm.xn, sm.xn, pl.no, [&](int st, int r, int n, float v) {
+        const int row = pl.o0 + 8 * st + n;
+        if (row < pl.o1) st_tag(p.X1 + r * D + row, sm.xs[r * D + row] + v, ep);
+      });
+    } else {
+      xr.load(sm.xn);
+      ring_gemv(ring, xr, pl.o0, pl.o1, [&](int row, float2 a) {
+        st_tag(p.X1 + row, sm.xs[row] + a.x, ep);
+        st_tag(p.X1 + D + row, sm.xs[D + row] + a.y, ep);
+      });
+    }
     stamp(5);
     // F: the MLP's hidden units and their partial of the down projection
     cbar();
@@ -506,8 +595,19 @@ __global__ void __launch_bounds__(NT, 1) proto_kernel(const Proto p) {
     stamp(6);
     cbar();
     layer_norm(sm.xs, sm.xn, sm.sh);
-    xr.load(sm.xn);
-    for (int k = 0; k < pl.nf; ++k) {
+    if constexpr (MMA) {
+      mma_phase<MAXST_GU>(ring, sm.xn, sm.xn, 2 * pl.nf, [&](int st, int r, int n, float v) {
+        const int u = 8 * (st >> 1) + n;
+        if (pl.f0 + u < pl.f1) sm.gu[st & 1][u * R + r] = v;
+      });
+      for (int i = ct; i < (pl.f1 - pl.f0) * R; i += NCT) {
+        const float g = sm.gu[0][i];
+        sm.hs[i] = g / (1.f + __expf(-g)) * sm.gu[1][i];
+      }
+    } else {
+      xr.load(sm.xn);
+    }
+    for (int k = 0; k < (MMA ? 0 : pl.nf); ++k) {
       const int u = 8 * k + cw;
       const bool ok = pl.f0 + u < pl.f1;
       const unsigned char* gs = ring.take();
@@ -594,7 +694,7 @@ static double median(std::vector<double> v) {
 }
 
 int main(int argc, char** argv) try {
-  int L = 23, P = 334, S = 8, reps = 20, backoff = 0, spl_arg = 0;
+  int L = 23, P = 334, S = 8, reps = 20, backoff = 0, spl_arg = 0, mma = 0;
   bool check = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -605,6 +705,7 @@ int main(int argc, char** argv) try {
     else if (a == "--reps") reps = next();
     else if (a == "--backoff") backoff = next();
     else if (a == "--splits") spl_arg = next();
+    else if (a == "--mma") mma = 1;
     else if (a == "--check") check = true;
     else throw cubeforge::Error("unknown argument " + a);
   }
@@ -647,16 +748,18 @@ int main(int argc, char** argv) try {
   CF_CUDA(cudaDeviceSynchronize());
 
   const size_t smem = (size_t)S * SLOT;
-  CF_CUDA(cudaFuncSetAttribute(proto_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  const void* kernel = mma ? (const void*)proto_kernel<true> : (const void*)proto_kernel<false>;
+  CF_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   int per_sm = 0;
-  CF_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, proto_kernel, NT, smem));
+  CF_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, NT, smem));
   if (per_sm < 1) throw cubeforge::Error("the kernel does not fit an SM with this ring");
   // bytes per layer: weights + the cached keys and values the attention splits read
   const double layer_bytes = (double)LAYER_ROWS * ROWB + 2.0 * R * H * P * HD * 2;
 
   const double copy_gbs = copy_bandwidth_gbs();
   std::printf("device: %s, %d SMs; copy %.0f GB/s; layers %d, cached positions %d, %d attention splits, ring %d x %d KB, "
-              "backoff %d ns\n", prop.name, G, copy_gbs, L, P, spl, S, SLOT / 1024, backoff);
+              "backoff %d ns, GEMVs %s\n", prop.name, G, copy_gbs, L, P, spl, S, SLOT / 1024, backoff,
+              mma ? "on tensor cores" : "a warp per row");
   std::printf("bytes per layer %.2f MB (%.2f us at copy speed)\n", layer_bytes / 1e6, layer_bytes / copy_gbs / 1e3);
 
   unsigned ep = 1;
@@ -668,7 +771,7 @@ int main(int argc, char** argv) try {
     ep += (unsigned)L + 1;
     void* args[] = {&p};
     CF_CUDA(cudaEventRecord(a));
-    CF_CUDA(cudaLaunchCooperativeKernel((void*)proto_kernel, dim3(G), dim3(NT), args, smem, 0));
+    CF_CUDA(cudaLaunchCooperativeKernel(kernel, dim3(G), dim3(NT), args, smem, 0));
     CF_CUDA(cudaEventRecord(z));
     CF_CUDA(cudaEventSynchronize(z));
     float t;
