@@ -20,6 +20,10 @@
 //     F  gather X1 -> LayerNorm -> the block's hidden units h = silu(Wg . xn) * (Wu . xn) -> its partial of
 //        Wd . h over those units (all 1536 columns), tagged PART words
 //     G  reduce: the block's columns of x1 + sum of the G partials, tagged X words with epoch e + 1 (next layer's A)
+//   The GEMVs of B, E and F (qkv, o-proj, gate / up) are a warp per weight row with FMA dot products (ring_gemv), or
+//   with --mma tensor-core MMAs over a k-slice per warp (mma_phase); the down projection is FMA by columns in both.
+// Measured on the H200 in session 42 (docs/cuda-gpt.md): 42.3 us per layer with ring_gemv against the engine's 31.4,
+// the stream alone 17.8 us; the --mma build has not run yet.
 // Besides the full layer, each run times the same schedule with consumers that only take and free each stage (the
 // schedule's byte bound), and with consumers that run every stage through the GEMV's dot products and nothing else
 // (the consumers' own rate; once more without the cross-proxy fence that frees a slot).
