@@ -543,8 +543,6 @@ __global__ void __launch_bounds__(NT, 1) proto_kernel(const Proto p) {
     st_tag(p.X + r * D + d, p.x0[r * D + d], p.ep0);
   }
   const bool att = pl.natt > 0;
-  const int ar = pl.item / H, ah = pl.item % H;
-  const bool last_split = pl.split == p.spl - 1;
   for (int l = 0; l < p.L; ++l) {
     const unsigned ep = p.ep0 + l;
     auto stamp = [&](int i) {
