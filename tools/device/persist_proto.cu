@@ -42,10 +42,14 @@
 
 #include "cuda/gpt_device.cuh"
 #include "cuda/gpt_gemv.cuh"
+#include "cuda/shape_gpu_kernels.cuh"
 #include "persist_proto_ref.h"
 #include "probe_common.h"
 
 using namespace cubeforge::cuda::detail;
+using cubeforge::cuda::shape_detail::pack8;
+using cubeforge::cuda::shape_detail::silu_f;
+using cubeforge::cuda::shape_detail::unpack8;
 
 constexpr int R = 2;                       // rows: the two guidance rows of one prompt
 constexpr int QKVN = 3 * D;                // 4608
@@ -223,14 +227,6 @@ __device__ __forceinline__ void layer_norm(const float* xs, float* xn, float2* s
   cbar();
 }
 
-__device__ __forceinline__ void bf8(const uint4& u, float (&f)[8]) {
-  const unsigned w[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    f[2 * i] = __uint_as_float(w[i] << 16);
-    f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
-  }
-}
 // A lane's slice of both rows of a GEMV input [R][D], rounded to bf16 as the reference's autocast rounds every Linear
 // input, held in registers for a phase: columns (i * 32 + lane) * 8 + j (i < 6, j < 8), row 0 in the low and row 1 in
 // the high half of one word. Loaded once per phase: reading the input from shared memory for every weight row made the
@@ -244,8 +240,7 @@ struct XReg {
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
         const int col = (i * 32 + lane) * 8 + j;
-        const __nv_bfloat162 v = __floats2bfloat162_rn(xn[col], xn[D + col]);
-        x[i * 8 + j] = *reinterpret_cast<const unsigned*>(&v);
+        x[i * 8 + j] = pack_bf2(xn[col], xn[D + col]);
       }
   }
 };
@@ -256,12 +251,11 @@ __device__ __forceinline__ float2 warp_dot(const unsigned char* row, const XReg&
 #pragma unroll
   for (int i = 0; i < D / 256; ++i) {
     float f[8];
-    bf8(*reinterpret_cast<const uint4*>(row + (i * 32 + lane) * 16), f);
+    unpack8(*reinterpret_cast<const uint4*>(row + (i * 32 + lane) * 16), f);
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
-      const unsigned u = x.x[i * 8 + j];
-      a += f[j] * __uint_as_float(u << 16);
-      b += f[j] * __uint_as_float(u & 0xffff0000u);
+      a += f[j] * bf_lo(x.x[i * 8 + j]);
+      b += f[j] * bf_hi(x.x[i * 8 + j]);
     }
   }
 #pragma unroll
@@ -303,6 +297,20 @@ __device__ __forceinline__ void ring_gemv(Ring& ring, const XReg& x, int lo, int
   }
 }
 
+// A lane's A fragments of the MMA path: the 8 inputs of input row x (bf16) in each of its warp's WCH 32-wide chunks.
+__device__ __forceinline__ void mma_frags(const float* x, uint4 (&a)[WCH]) {
+  const int t4 = threadIdx.x & 3, cw = (threadIdx.x >> 5) - 1;
+#pragma unroll
+  for (int c = 0; c < WCH; ++c) a[c] = pack8(*reinterpret_cast<const float(*)[8]>(x + (cw * WCH + c) * 32 + t4 * 8));
+}
+// One stage (8 weight rows) against the warp's k-slice: the lane's weight row is g = lane / 4 (mma_chunk's B).
+__device__ __forceinline__ void mma_stage(const unsigned char* stage, const uint4 (&a)[WCH], float (&d)[4]) {
+  const int lane = threadIdx.x & 31, cw = (threadIdx.x >> 5) - 1;
+  const unsigned char* w = stage + (lane >> 2) * ROWB + (cw * WCH * 32 + (lane & 3) * 8) * 2;
+#pragma unroll
+  for (int c = 0; c < WCH; ++c) mma_chunk(d, a[c], make_uint4(0u, 0u, 0u, 0u), *reinterpret_cast<const uint4*>(w + c * 64));
+}
+
 // The same GEMVs on tensor cores (--mma): the ns (<= MAXST) stages of a phase, each 8 weight rows of 1536, split
 // along k over the consumer warps (warp w: 32-wide chunks w * WCH ..). mma.m16n8k16 with the two input rows (bf16) as
 // rows 0-1 of A and the stage's 8 weight rows as the 8 columns of B; the k order inside a chunk is permuted alike for
@@ -315,20 +323,14 @@ __device__ __forceinline__ void mma_phase(Ring& ring, const float* xn, float* re
   const int lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3, cw = (threadIdx.x >> 5) - 1, ct = threadIdx.x - 32;
   const uint4 z = make_uint4(0u, 0u, 0u, 0u);
   uint4 a[WCH];
-#pragma unroll
-  for (int c = 0; c < WCH; ++c) {
-    a[c] = z;
-    if (g < R) {
-      const float* x = xn + g * D + (cw * WCH + c) * 32 + t4 * 8;
-      a[c] = make_uint4(pack_bf2(x[0], x[1]), pack_bf2(x[2], x[3]), pack_bf2(x[4], x[5]), pack_bf2(x[6], x[7]));
-    }
-  }
+  if (g < R)
+    mma_frags(xn + g * D, a);
+  else
+    for (int c = 0; c < WCH; ++c) a[c] = z;
   cbar();  // every warp holds its fragments: red may overwrite xn
   for (int s = 0; s < ns; ++s) {
-    const unsigned char* st = ring.take() + g * ROWB + (cw * WCH * 32 + t4 * 8) * 2;
     float d[4] = {0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-    for (int c = 0; c < WCH; ++c) mma_chunk(d, a[c], z, *reinterpret_cast<const uint4*>(st + c * 64));
+    mma_stage(ring.take(), a, d);
     ring.free();
     if (g < R) {
       float* o = red + ((cw * MAXST + s) * R + g) * 8 + t4 * 2;
@@ -359,8 +361,6 @@ struct __align__(16) Smem {
   uint64_t full[MAXS], empty[MAXS];
 };
 
-// One block of 288 threads per SM: ptxas caps it at 168 registers and spills ~200 bytes (__maxnreg__(224) compiled
-// without spills but does not fit an SM: session 42, call 3).
 // C: the attention split of block pl (one (row, head) item, positions [p0, p1) of the cache, plus the new key in the
 // last split), then (split 0) the head's combine. Not inlined: its registers do not weigh on the layer loop's
 // (with it inlined the kernel spilled 2-3x more at the 168-register cap).
@@ -368,96 +368,97 @@ __device__ __noinline__ void attention_phase(const Proto& p, Smem& sm, Ring& rin
   const int ct = threadIdx.x - 32, cw = (threadIdx.x >> 5) - 1, lane = threadIdx.x & 31;
   const int ar = pl.item / H, ah = pl.item % H;
   const bool last_split = pl.split == p.spl - 1;
-    const unsigned long long* qkv = p.QKV + (size_t)ar * QKVN + ah * HD;
-    gather<2>(p, 3 * HD, ep, 2, l, [&](int i) { return qkv + (i / HD) * D + i % HD; },
-              [&](int i, float v) { (i < HD ? sm.q : i < 2 * HD ? sm.k : sm.v)[i % HD] = v; });
-    cbar();
-    const float qv = ct < HD ? sm.q[ct] : 0.f, kv = ct < HD ? sm.k[ct] : 0.f;
-    const float2 n2 = csum2(qv * qv, kv * kv, sm.sh);
-    if (ct < HD) {
-      sm.q[ct] = qv * rsqrtf(n2.x / HD + 1e-6f) * rsqrtf((float)HD);
-      sm.k[ct] = kv * rsqrtf(n2.y / HD + 1e-6f);
-    }
-    cbar();
-    if (last_split && ct < HD) {  // the new key and value into the cache (read by the next step)
-      const size_t at = ((((size_t)l * R + ar) * H + ah) * p.PMAX + p.P) * HD + ct;
-      p.kc[at] = __float2bfloat16_rn(sm.k[ct]);
-      p.vc[at] = __float2bfloat16_rn(sm.v[ct]);
-    }
-    const int npos = pl.p1 - pl.p0, nt = npos + (last_split ? 1 : 0);
-    {
-      const unsigned char* ks = ring.take();
-      for (int j = cw; j < nt; j += NCW) {
-        float s = 0.f;
-        if (j < npos) {
-          const uint2 u = *reinterpret_cast<const uint2*>(ks + (size_t)j * HD * 2 + lane * 8);
-          s = __uint_as_float(u.x << 16) * sm.q[lane * 4] + __uint_as_float(u.x & 0xffff0000u) * sm.q[lane * 4 + 1] +
-              __uint_as_float(u.y << 16) * sm.q[lane * 4 + 2] +
-              __uint_as_float(u.y & 0xffff0000u) * sm.q[lane * 4 + 3];
-        } else {
-          for (int i = 0; i < 4; ++i) s += sm.k[lane * 4 + i] * sm.q[lane * 4 + i];
-        }
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-        if (lane == 0) sm.sc[j] = s;
-      }
-      ring.free();
-    }
-    cbar();
-    if (cw == 0) {  // softmax of the split (max and sum kept for the combine)
-      float m = -INFINITY;
-      for (int j = lane; j < nt; j += 32) m = fmaxf(m, sm.sc[j]);
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+  const unsigned long long* qkv = p.QKV + (size_t)ar * QKVN + ah * HD;
+  gather<2>(p, 3 * HD, ep, 2, l, [&](int i) { return qkv + (i / HD) * D + i % HD; },
+            [&](int i, float v) { (i < HD ? sm.q : i < 2 * HD ? sm.k : sm.v)[i % HD] = v; });
+  cbar();
+  const float qv = ct < HD ? sm.q[ct] : 0.f, kv = ct < HD ? sm.k[ct] : 0.f;
+  const float2 n2 = csum2(qv * qv, kv * kv, sm.sh);
+  if (ct < HD) {
+    sm.q[ct] = qv * rsqrtf(n2.x / HD + 1e-6f) * rsqrtf((float)HD);
+    sm.k[ct] = kv * rsqrtf(n2.y / HD + 1e-6f);
+  }
+  cbar();
+  if (last_split && ct < HD) {  // the new key and value into the cache (read by the next step)
+    const size_t at = ((((size_t)l * R + ar) * H + ah) * p.PMAX + p.P) * HD + ct;
+    p.kc[at] = __float2bfloat16_rn(sm.k[ct]);
+    p.vc[at] = __float2bfloat16_rn(sm.v[ct]);
+  }
+  const int npos = pl.p1 - pl.p0, nt = npos + (last_split ? 1 : 0);
+  {
+    const unsigned char* ks = ring.take();
+    for (int j = cw; j < nt; j += NCW) {
       float s = 0.f;
-      for (int j = lane; j < nt; j += 32) {
-        const float e = __expf(sm.sc[j] - m);
-        sm.sc[j] = e;
-        s += e;
+      if (j < npos) {
+        const uint2 u = *reinterpret_cast<const uint2*>(ks + (size_t)j * HD * 2 + lane * 8);
+        s = bf_lo(u.x) * sm.q[lane * 4] + bf_hi(u.x) * sm.q[lane * 4 + 1] + bf_lo(u.y) * sm.q[lane * 4 + 2] +
+            bf_hi(u.y) * sm.q[lane * 4 + 3];
+      } else {
+        for (int i = 0; i < 4; ++i) s += sm.k[lane * 4 + i] * sm.q[lane * 4 + i];
       }
 #pragma unroll
       for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-      if (lane == 0) sm.cb[0] = m, sm.cb[1] = s;
+      if (lane == 0) sm.sc[j] = s;
     }
-    cbar();
-    {
-      const unsigned char* vs = ring.take();
-      const int d = ct & (HD - 1), half = ct >> 7;
-      float o = 0.f;
-      for (int j = half; j < npos; j += 2)
-        o += sm.sc[j] * __bfloat162float(reinterpret_cast<const bf16*>(vs)[(size_t)j * HD + d]);
-      sm.o2[half][d] = o;
-      ring.free();
+    ring.free();
+  }
+  cbar();
+  if (cw == 0) {  // softmax of the split (max and sum kept for the combine)
+    float m = -INFINITY;
+    for (int j = lane; j < nt; j += 32) m = fmaxf(m, sm.sc[j]);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    float s = 0.f;
+    for (int j = lane; j < nt; j += 32) {
+      const float e = __expf(sm.sc[j] - m);
+      sm.sc[j] = e;
+      s += e;
     }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    if (lane == 0) sm.cb[0] = m, sm.cb[1] = s;
+  }
+  cbar();
+  {
+    const unsigned char* vs = ring.take();
+    const int d = ct & (HD - 1), half = ct >> 7;
+    float o = 0.f;
+    for (int j = half; j < npos; j += 2)
+      o += sm.sc[j] * __bfloat162float(reinterpret_cast<const bf16*>(vs)[(size_t)j * HD + d]);
+    sm.o2[half][d] = o;
+    ring.free();
+  }
+  cbar();
+  unsigned long long* part = p.ATTP + ((size_t)pl.item * SPL_MAX + pl.split) * APW;
+  if (ct < HD) {
+    float o = sm.o2[0][ct] + sm.o2[1][ct];
+    if (last_split) o += sm.sc[npos] * sm.v[ct];
+    st_tag(part + ct, o, ep);
+  } else if (ct == HD) {
+    st_tag(part + HD, sm.cb[0], ep);
+    st_tag(part + HD + 1, sm.cb[1], ep);
+  }
+  if (pl.split == 0) {
+    cbar();  // sm.cb is reused below
+    const unsigned long long* parts = p.ATTP + (size_t)pl.item * SPL_MAX * APW;
+    gather<5>(p, p.spl * APW, ep, 3, l, [&](int i) { return parts + i; }, [&](int i, float v) { sm.cb[i] = v; });
     cbar();
-    unsigned long long* part = p.ATTP + ((size_t)pl.item * SPL_MAX + pl.split) * APW;
     if (ct < HD) {
-      float o = sm.o2[0][ct] + sm.o2[1][ct];
-      if (last_split) o += sm.sc[npos] * sm.v[ct];
-      st_tag(part + ct, o, ep);
-    } else if (ct == HD) {
-      st_tag(part + HD, sm.cb[0], ep);
-      st_tag(part + HD + 1, sm.cb[1], ep);
-    }
-    if (pl.split == 0) {
-      cbar();  // sm.cb is reused below
-      const unsigned long long* parts = p.ATTP + (size_t)pl.item * SPL_MAX * APW;
-      gather<5>(p, p.spl * APW, ep, 3, l, [&](int i) { return parts + i; }, [&](int i, float v) { sm.cb[i] = v; });
-      cbar();
-      if (ct < HD) {
-        float M = -INFINITY;
-        for (int s = 0; s < p.spl; ++s) M = fmaxf(M, sm.cb[s * APW + HD]);
-        float num = 0.f, den = 0.f;
-        for (int s = 0; s < p.spl; ++s) {
-          const float e = __expf(sm.cb[s * APW + HD] - M);
-          num += e * sm.cb[s * APW + ct];
-          den += e * sm.cb[s * APW + HD + 1];
-        }
-        st_tag(p.ATT + ar * D + ah * HD + ct, num / den, ep);
+      float M = -INFINITY;
+      for (int s = 0; s < p.spl; ++s) M = fmaxf(M, sm.cb[s * APW + HD]);
+      float num = 0.f, den = 0.f;
+      for (int s = 0; s < p.spl; ++s) {
+        const float e = __expf(sm.cb[s * APW + HD] - M);
+        num += e * sm.cb[s * APW + ct];
+        den += e * sm.cb[s * APW + HD + 1];
       }
+      st_tag(p.ATT + ar * D + ah * HD + ct, num / den, ep);
     }
+  }
 }
 
+// One block of 288 threads per SM: ptxas caps it at 168 registers (__maxnreg__(224) compiled without spills but does
+// not fit an SM: session 42, call 2); the attention phase is a call so that its registers stay out of this loop's.
 template <bool MMA>  // the GEMVs on tensor cores (mma_phase) or a warp per weight row (ring_gemv): separate register budgets
 __global__ void __launch_bounds__(NT, 1) proto_kernel(const Proto p) {
   extern __shared__ __align__(128) unsigned char ring_buf[];
@@ -503,24 +504,15 @@ __global__ void __launch_bounds__(NT, 1) proto_kernel(const Proto p) {
     float sink = 0.f;
     XReg xr;
     uint4 af[WCH];
-    const int g = lane >> 2, t4 = lane & 3;
-    if constexpr (MMA) {
-#pragma unroll
-      for (int c = 0; c < WCH; ++c) {
-        const float* x = sm.xn + (g & 1) * D + (cw * WCH + c) * 32 + t4 * 8;
-        af[c] = make_uint4(pack_bf2(x[0], x[1]), pack_bf2(x[2], x[3]), pack_bf2(x[4], x[5]), pack_bf2(x[6], x[7]));
-      }
-    } else {
+    if constexpr (MMA)
+      mma_frags(sm.xn + ((lane >> 2) & 1) * D, af);
+    else
       xr.load(sm.xn);
-    }
     for (int i = 0; i < p.L * per_layer; ++i) {
       const unsigned char* st = ring.take();
       if constexpr (MMA) {
         float d[4] = {0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-        for (int c = 0; c < WCH; ++c)
-          mma_chunk(d, af[c], make_uint4(0u, 0u, 0u, 0u),
-                    *reinterpret_cast<const uint4*>(st + g * ROWB + ((cw * WCH + c) * 32 + t4 * 8) * 2));
+        mma_stage(st, af, d);
         sink += d[0] + d[1];
       } else {
         const float2 a = warp_dot(st + cw * ROWB, xr);
@@ -604,7 +596,7 @@ __global__ void __launch_bounds__(NT, 1) proto_kernel(const Proto p) {
       });
       for (int i = ct; i < (pl.f1 - pl.f0) * R; i += NCT) {
         const float g = sm.gu[0][i];
-        sm.hs[i] = g / (1.f + __expf(-g)) * sm.gu[1][i];
+        sm.hs[i] = silu_f(g) * sm.gu[1][i];
       }
     } else {
       xr.load(sm.xn);
@@ -620,8 +612,8 @@ __global__ void __launch_bounds__(NT, 1) proto_kernel(const Proto p) {
       if (ok) v = warp_dot(us + cw * ROWB, xr);
       ring.free();
       if (ok && lane == 0) {
-        sm.hs[u * R] = g.x / (1.f + __expf(-g.x)) * v.x;
-        sm.hs[u * R + 1] = g.y / (1.f + __expf(-g.y)) * v.y;
+        sm.hs[u * R] = silu_f(g.x) * v.x;
+        sm.hs[u * R + 1] = silu_f(g.y) * v.y;
       }
     }
     cbar();
@@ -633,7 +625,7 @@ __global__ void __launch_bounds__(NT, 1) proto_kernel(const Proto p) {
       if (ct < D / 8)
         for (int j = 0; j < nu; ++j) {
           float f[8];
-          bf8(*reinterpret_cast<const uint4*>(ds + (size_t)j * ROWB + ct * 16), f);
+          unpack8(*reinterpret_cast<const uint4*>(ds + (size_t)j * ROWB + ct * 16), f);
           const float h0 = sm.hs[(8 * k + j) * R], h1 = sm.hs[(8 * k + j) * R + 1];
 #pragma unroll
           for (int e = 0; e < 8; ++e) acc[0][e] += h0 * f[e], acc[1][e] += h1 * f[e];
@@ -683,11 +675,8 @@ __global__ void __launch_bounds__(NT, 1) proto_kernel(const Proto p) {
 
 // ---- host ---------------------------------------------------------------------------------------------------------
 __global__ void fill_bf16(bf16* w, size_t n, unsigned seed, float scale) {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-    unsigned h = (unsigned)i * 0x9E3779B1u ^ (unsigned)(i >> 32) * 0x85EBCA77u ^ seed;
-    h ^= h >> 15, h *= 0x2C1B3C6Du, h ^= h >> 12, h *= 0x297A2D39u, h ^= h >> 15;
-    w[i] = __float2bfloat16_rn(((float)(h >> 8) * (1.f / 16777216.f) * 2.f - 1.f) * scale);
-  }
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    w[i] = __float2bfloat16_rn(persist_ref::fill_value(i, seed, scale));
 }
 
 static double median(std::vector<double> v) {
@@ -739,13 +728,14 @@ int main(int argc, char** argv) try {
   CF_CUDA(cudaMemset(err, 0, 16));
   for (int l = 0; l < L; ++l) {  // weight scales: unit-variance outputs for unit-variance inputs
     bf16* wl = w + (size_t)l * LAYER_ROWS * D;
-    fill_bf16<<<1024, 256>>>(wl, (size_t)OFF_DT * D, 1000 + l, std::sqrt(3.f / D));
-    fill_bf16<<<1024, 256>>>(wl + (size_t)OFF_DT * D, (size_t)F * D, 2000 + l, std::sqrt(3.f / F));
+    fill_bf16<<<1024, 256>>>(wl, (size_t)OFF_DT * D, persist_ref::weight_seed(l, false), persist_ref::weight_scale(false));
+    fill_bf16<<<1024, 256>>>(wl + (size_t)OFF_DT * D, (size_t)F * D, persist_ref::weight_seed(l, true),
+                             persist_ref::weight_scale(true));
   }
-  fill_bf16<<<1024, 256>>>(kc, kvn, 7, std::sqrt(3.f));
-  fill_bf16<<<1024, 256>>>(vc, kvn, 8, std::sqrt(3.f));
+  fill_bf16<<<1024, 256>>>(kc, kvn, persist_ref::KEY_SEED, persist_ref::kv_scale());
+  fill_bf16<<<1024, 256>>>(vc, kvn, persist_ref::VALUE_SEED, persist_ref::kv_scale());
   std::vector<float> hx0(R * D);
-  for (int i = 0; i < R * D; ++i) hx0[i] = std::sin(0.37f * i) + 0.1f * (i % 7);
+  for (int i = 0; i < R * D; ++i) hx0[i] = persist_ref::x0_value(i);
   CF_CUDA(cudaMemcpy(x0, hx0.data(), R * D * 4, cudaMemcpyHostToDevice));
   CF_CUDA(cudaDeviceSynchronize());
 

@@ -15,6 +15,27 @@ constexpr int R = 2, D = 1536, H = 12, HD = 128, F = 6144, QKVN = 3 * D;
 constexpr int LAYER_ROWS = QKVN + D + 3 * F;  // qkv, o, gate, up, down^T rows of D per layer
 constexpr int OFF_O = QKVN, OFF_G = QKVN + D, OFF_U = OFF_G + F, OFF_DT = OFF_U + F;
 
+#ifdef __CUDACC__
+#define PERSIST_HD __host__ __device__
+#else
+#define PERSIST_HD
+#endif
+
+// The prototype's random data, the same on the device (persist_proto.cu's fill kernel) and the host
+// (persist_proto_noise.cpp): value i of a fill, a hash of i and the seed, uniform in [-scale, scale] before its bf16
+// rounding; the weights' seeds and scales (unit-variance outputs for unit-variance inputs); the keys' and values' seeds
+// (scale sqrt(3): unit variance, like normalised keys); the first layer's input.
+PERSIST_HD inline float fill_value(size_t i, unsigned seed, float scale) {
+  unsigned h = (unsigned)i * 0x9E3779B1u ^ (unsigned)(i >> 32) * 0x85EBCA77u ^ seed;
+  h ^= h >> 15, h *= 0x2C1B3C6Du, h ^= h >> 12, h *= 0x297A2D39u, h ^= h >> 15;
+  return ((float)(h >> 8) * (1.f / 16777216.f) * 2.f - 1.f) * scale;
+}
+inline unsigned weight_seed(int layer, bool down) { return (down ? 2000u : 1000u) + (unsigned)layer; }
+inline float weight_scale(bool down) { return std::sqrt(3.f / (down ? F : D)); }
+constexpr unsigned KEY_SEED = 7, VALUE_SEED = 8;
+inline float kv_scale() { return std::sqrt(3.f); }
+inline float x0_value(int i) { return std::sin(0.37f * i) + 0.1f * (i % 7); }
+
 inline float bf2f(uint16_t b) {
   const uint32_t u = (uint32_t)b << 16;
   float f;
