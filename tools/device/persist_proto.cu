@@ -26,10 +26,15 @@
 // the stream alone 17.8 us; the --mma build has not run yet.
 // Besides the full layer, each run times the same schedule with consumers that only take and free each stage (the
 // schedule's byte bound), and with consumers that run every stage through the GEMV's dot products and nothing else
-// (the consumers' own rate; once more without the cross-proxy fence that frees a slot).
+// (the consumers' own rate; once more without the cross-proxy fence that frees a slot). --nostream adds the full layer
+// and the consume-only schedule with no bytes moved after the ring's first fill (the producer only arrives; the
+// consumers read the weights of S stages back): the chain's and the consumers' own time, the design's bound with free
+// weights. --ahead N has the producer request, with each copy, the stage N copies later into L2 (cp.async.bulk
+// .prefetch), so that DRAM keeps working while a chain holds the ring full.
 // Build (repo root): nvcc -std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a -Iinference/include -Iinference/src
 //   -o persist_proto tools/device/persist_proto.cu
-// Run: persist_proto [--layers 23] [--pos 334] [--slots 8] [--splits N] [--reps 20] [--backoff NS] [--mma] [--check]
+// Run: persist_proto [--layers 23] [--pos 334] [--slots 8] [--splits N] [--reps 20] [--backoff NS] [--mma] [--ahead N]
+//   [--nostream] [--check]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -86,6 +91,8 @@ struct Proto {
   unsigned long long* tl;         // [G][NSTAMP] %globaltimer stamps of the middle layer (consumer thread 0)
   int L, P, PMAX, S, spl, mode;   // mode 0: full, 1: stream only, 2: consume only (3: without the proxy fence)
   int backoff;                    // ns of __nanosleep between polling rounds that found a word missing (0: none)
+  int ahead;                      // the producer prefetches the stage this many ahead of each copy into L2 (0: none)
+  int nostream;                   // 1: after the first S stages the producer only arrives (the slots keep old weights)
   unsigned ep0;                   // this launch's first epoch (> 0, all buffers start at epoch 0)
 };
 
@@ -482,9 +489,18 @@ __global__ void __launch_bounds__(NT, 1) proto_kernel(const Proto p) {
       for (int l = 0; l < p.L; ++l)
         for (int k = 0; k < per_layer; ++k, ++i, rp.next(p.S)) {
           if (i >= p.S) mbar_wait(&sm.empty[rp.slot], rp.phase ^ 1u);
+          if (p.nostream && i >= p.S) {  // no bytes: the consumers find the weights of S stages back
+            mbar_arrive(&sm.full[rp.slot]);
+            continue;
+          }
           const Stage st = pl.stage(p, l, k);
           mbar_expect_tx(&sm.full[rp.slot], st.bytes);
           bulk_g2s_hint(ring_buf + (size_t)rp.slot * SLOT, st.src, st.bytes, &sm.full[rp.slot], pol);
+          const int j = i + p.ahead;  // the stage `ahead` copies later, requested into L2 now
+          if (p.ahead > 0 && j < p.L * per_layer) {
+            const Stage pf = pl.stage(p, j / per_layer, j % per_layer);
+            asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(pf.src), "r"(pf.bytes) : "memory");
+          }
         }
     }
     return;
@@ -685,8 +701,8 @@ static double median(std::vector<double> v) {
 }
 
 int main(int argc, char** argv) try {
-  int L = 23, P = 334, S = 8, reps = 20, backoff = 0, spl_arg = 0, mma = 0;
-  bool check = false;
+  int L = 23, P = 334, S = 8, reps = 20, backoff = 0, spl_arg = 0, mma = 0, ahead = 0;
+  bool check = false, nostream = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? std::atoi(argv[++i]) : throw cubeforge::Error("missing value after " + a); };
@@ -697,6 +713,8 @@ int main(int argc, char** argv) try {
     else if (a == "--backoff") backoff = next();
     else if (a == "--splits") spl_arg = next();
     else if (a == "--mma") mma = 1;
+    else if (a == "--ahead") ahead = next();
+    else if (a == "--nostream") nostream = true;
     else if (a == "--check") check = true;
     else throw cubeforge::Error("unknown argument " + a);
   }
@@ -706,7 +724,7 @@ int main(int argc, char** argv) try {
   const int spl = spl_arg > 0 ? spl_arg : std::min(SPL_MAX, G / (R * H));
   if (L < 1 || L > 60 || S < 2 || S > MAXS || G > RED_SUB * RED_PER || G < 128 || spl < 1 || spl > SPL_MAX ||
       R * H * spl > G || P < spl ||
-      (P + spl - 1) / spl > KPOS || P >= PMAX)
+      (P + spl - 1) / spl > KPOS || P >= PMAX || ahead < 0)
     throw cubeforge::Error("unsupported configuration (layers 1-60, slots 2-8, 128-140 SMs, pos < 512 and <= 96 per split)");
   const size_t wn = (size_t)L * LAYER_ROWS * D, kvn = (size_t)L * R * H * PMAX * HD;
   bf16 *w, *kc, *vc;
@@ -750,16 +768,16 @@ int main(int argc, char** argv) try {
 
   const double copy_gbs = copy_bandwidth_gbs();
   std::printf("device: %s, %d SMs; copy %.0f GB/s; layers %d, cached positions %d, %d attention splits, ring %d x %d KB, "
-              "backoff %d ns, GEMVs %s\n", prop.name, G, copy_gbs, L, P, spl, S, SLOT / 1024, backoff,
-              mma ? "on tensor cores" : "a warp per row");
+              "backoff %d ns, GEMVs %s, L2 prefetch %d stages ahead\n", prop.name, G, copy_gbs, L, P, spl, S, SLOT / 1024,
+              backoff, mma ? "on tensor cores" : "a warp per row", ahead);
   std::printf("bytes per layer %.2f MB (%.2f us at copy speed)\n", layer_bytes / 1e6, layer_bytes / copy_gbs / 1e3);
 
   unsigned ep = 1;
   cudaEvent_t a, z;
   CF_CUDA(cudaEventCreate(&a));
   CF_CUDA(cudaEventCreate(&z));
-  auto launch = [&](int mode) {
-    Proto p{w, kc, vc, x0, X, QKV, ATTP, ATT, X1, PART, err, tl, L, P, PMAX, S, spl, mode, backoff, ep};
+  auto launch = [&](int mode, int nost = 0) {
+    Proto p{w, kc, vc, x0, X, QKV, ATTP, ATT, X1, PART, err, tl, L, P, PMAX, S, spl, mode, backoff, ahead, nost, ep};
     ep += (unsigned)L + 1;
     void* args[] = {&p};
     CF_CUDA(cudaEventRecord(a));
@@ -776,25 +794,32 @@ int main(int argc, char** argv) try {
     return (double)t * 1e3;
   };
   static const char* mode_names[] = {"full layer", "stream only", "consume only", "consume, no proxy fence"};
-  for (int mode : {0, 1, 0, 1, 2, 3}) {
-    launch(mode);  // warm-up
+  struct Run {
+    int mode, nost;
+  };
+  std::vector<Run> runs = {{0, 0}, {1, 0}, {0, 0}, {1, 0}, {2, 0}, {3, 0}};
+  if (nostream) runs.insert(runs.end(), {{0, 1}, {2, 1}, {0, 1}, {2, 1}});
+  for (const Run& run : runs) {
+    launch(run.mode, run.nost);  // warm-up
     std::vector<double> us;
-    for (int r = 0; r < reps; ++r) us.push_back(launch(mode));
+    for (int r = 0; r < reps; ++r) us.push_back(launch(run.mode, run.nost));
     const double m = median(us);
-    std::printf("%-24s launch median %8.1f us (min %8.1f, max %8.1f) = %6.2f us per layer, %5.0f GB/s = %4.1f%% of copy\n",
-                mode_names[mode], m, *std::min_element(us.begin(), us.end()),
-                *std::max_element(us.begin(), us.end()), m / L, layer_bytes * L / (m * 1e3),
-                100.0 * layer_bytes * L / (m * 1e3) / copy_gbs);
+    const std::string name = std::string(mode_names[run.mode]) + (run.nost ? ", no stream" : "");
+    std::printf("%-34s launch median %8.1f us (min %8.1f, max %8.1f) = %6.2f us per layer, %5.0f GB/s = %4.1f%% of copy\n",
+                name.c_str(), m, *std::min_element(us.begin(), us.end()), *std::max_element(us.begin(), us.end()),
+                m / L, layer_bytes * L / (m * 1e3), 100.0 * layer_bytes * L / (m * 1e3) / copy_gbs);
   }
-  {  // the middle layer's timeline of the last full launch (medians over the blocks, from the earliest stamp 0)
-    launch(0);
+  // the middle layer's timeline of a full launch (medians over the blocks, from the earliest stamp 0)
+  auto timeline = [&](int nost) {
+    launch(0, nost);
     std::vector<unsigned long long> t((size_t)G * NSTAMP);
     CF_CUDA(cudaMemcpy(t.data(), tl, t.size() * 8, cudaMemcpyDeviceToHost));
     unsigned long long t0 = ~0ull;
     for (int b = 0; b < G; ++b) t0 = std::min(t0, t[b * NSTAMP]);
     static const char* names[NSTAMP] = {"layer start", "x landed", "qkv done", "attention done", "att landed",
                                         "o-proj done", "x1 landed", "gate/up done", "down done", "reduce done"};
-    std::printf("middle layer timeline (us from the first block's start; median / max (its block) over blocks; attention blocks' median):\n");
+    std::printf("middle layer timeline%s (us from the first block's start; median / max (its block) over blocks; "
+                "attention blocks' median):\n", nost ? ", weights not streamed" : "");
     for (int i = 0; i < NSTAMP; ++i) {
       std::vector<double> v, va;
       for (int b = 0; b < G; ++b) {
@@ -804,7 +829,9 @@ int main(int argc, char** argv) try {
       const auto mx = std::max_element(v.begin(), v.end());
       std::printf("  %-15s %7.2f / %7.2f (%3d)   %7.2f\n", names[i], median(v), *mx, (int)(mx - v.begin()), median(va));
     }
-  }
+  };
+  timeline(0);
+  if (nostream) timeline(1);
   if (check) {
     launch(0);
     std::vector<unsigned long long> xt(R * D);

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Session 43, second call (carry .devcarry/proto and .devcarry/shape-xz): the persistent prototype's bound with free
+# weights (--nostream: the chain and the consumers alone) for both GEMV paths, and whether an L2 prefetch ahead of the
+# ring (--ahead N) keeps DRAM working while a chain holds the ring full; then the engine's TPOT on this card.
+# Usage (device tool, repo root): bash tools/device/s43_call2.sh
+set -uo pipefail
+. tools/device/common.sh
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+B=.devcarry/proto/persist_proto
+timeout 60 $B --layers 23 --reps 20 --nostream
+timeout 60 $B --layers 23 --reps 20 --mma --nostream
+for a in 4 8 12; do timeout 60 $B --layers 23 --reps 20 --ahead $a | grep -E "^(device|full|stream)"; done
+timeout 60 $B --layers 23 --reps 20 --ahead 8 --mma | grep -E "^(device|full|stream)"
+timeout 60 $B --layers 23 --reps 20 --ahead 8 --slots 6 | grep -E "^(device|full|stream)"
+timeout 100 $B --layers 23 --reps 3 --ahead 8 --check | grep -E "^(device|full|check)"
+unpack_xz .devcarry/shape-xz/cubeforge-gen.xz /tmp/cfg || exit 1
+timeout 120 /tmp/cfg bench --synthetic v0.1 --quick --batches 1 --reps 2 2>&1 | grep -E "TPOT mean|achieved"
