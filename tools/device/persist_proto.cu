@@ -49,7 +49,6 @@
 #include "cuda/gpt_gemv.cuh"
 #include "cuda/shape_gpu_kernels.cuh"
 #include "persist_proto_ref.h"
-#include "probe_common.h"
 
 using namespace cubeforge::cuda::detail;
 using cubeforge::cuda::shape_detail::pack8;
@@ -766,7 +765,7 @@ int main(int argc, char** argv) try {
   // bytes per layer: weights + the cached keys and values the attention splits read
   const double layer_bytes = (double)LAYER_ROWS * ROWB + 2.0 * R * H * P * HD * 2;
 
-  const double copy_gbs = copy_bandwidth_gbs();
+  const double copy_gbs = copy_bandwidth_bytes_per_s() / 1e9;
   std::printf("device: %s, %d SMs; copy %.0f GB/s; layers %d, cached positions %d, %d attention splits, ring %d x %d KB, "
               "backoff %d ns, GEMVs %s, L2 prefetch %d stages ahead\n", prop.name, G, copy_gbs, L, P, spl, S, SLOT / 1024,
               backoff, mma ? "on tensor cores" : "a warp per row", ahead);

@@ -31,7 +31,6 @@
 #include <vector>
 
 #include "cuda/gpt_device.cuh"
-#include "probe_common.h"
 
 namespace cg = cooperative_groups;
 using namespace cubeforge::cuda::detail;
@@ -209,7 +208,7 @@ int main(int argc, char** argv) try {
   CF_CUDA(cudaMalloc(&src, src_bytes));
   CF_CUDA(cudaMemset(src, 1, src_bytes));
   std::printf("device: %s, %d SMs; copy %.0f GB/s (read + write of 1 GiB, median of 5)\n", prop.name,
-              prop.multiProcessorCount, copy_bandwidth_gbs());
+              prop.multiProcessorCount, copy_bandwidth_bytes_per_s() / 1e9);
   std::vector<unsigned> chase(LINES * LINE_WORDS, 0);
   {
     std::vector<unsigned> order(LINES);

@@ -148,4 +148,34 @@ __device__ __forceinline__ float warp_max(float v) {
   return v;
 }
 
+// Device-to-device copy bandwidth, bytes read + written per second: `reps` copies of `bytes` back and forth between two
+// buffers after two warm-up copies, timed together with events. The scale the bench's "% of copy" and the standalone
+// device probes (tools/device/) print. Throws if the two buffers do not fit.
+inline double copy_bandwidth_bytes_per_s(size_t bytes = size_t(1) << 31, int reps = 10) {
+  void *a = nullptr, *b = nullptr;
+  CF_CUDA(cudaMalloc(&a, bytes));
+  if (cudaMalloc(&b, bytes) != cudaSuccess) {
+    cudaFree(a);
+    throw cubeforge::Error("copy bandwidth: out of device memory");
+  }
+  cudaMemset(a, 0x5a, bytes);
+  cudaMemset(b, 0x33, bytes);
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+  for (int i = 0; i < 2; ++i) cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, 0);
+  cudaEventRecord(e0, 0);
+  for (int i = 0; i < reps; ++i) cudaMemcpyAsync(i % 2 ? a : b, i % 2 ? b : a, bytes, cudaMemcpyDeviceToDevice, 0);
+  cudaEventRecord(e1, 0);
+  cudaEventSynchronize(e1);
+  float ms = 0;
+  cudaEventElapsedTime(&ms, e0, e1);
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  cudaFree(a);
+  cudaFree(b);
+  CF_CUDA(cudaGetLastError());
+  return 2.0 * (double)bytes * reps / (ms * 1e-3);
+}
+
 }  // namespace cubeforge::cuda::detail

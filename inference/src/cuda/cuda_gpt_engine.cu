@@ -61,32 +61,7 @@ bool cuda_available(std::string* why) {
   return true;
 }
 
-double measure_copy_bandwidth(size_t bytes, int reps) {
-  void *a = nullptr, *b = nullptr;
-  CF_CUDA(cudaMalloc(&a, bytes));
-  if (cudaMalloc(&b, bytes) != cudaSuccess) {
-    cudaFree(a);
-    throw cubeforge::Error("measure_copy_bandwidth: out of device memory");
-  }
-  cudaMemset(a, 0x5a, bytes);
-  cudaMemset(b, 0x33, bytes);
-  cudaEvent_t e0, e1;
-  cudaEventCreate(&e0);
-  cudaEventCreate(&e1);
-  for (int i = 0; i < 2; ++i) cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, 0);
-  cudaEventRecord(e0, 0);
-  for (int i = 0; i < reps; ++i) cudaMemcpyAsync(i % 2 ? a : b, i % 2 ? b : a, bytes, cudaMemcpyDeviceToDevice, 0);
-  cudaEventRecord(e1, 0);
-  cudaEventSynchronize(e1);
-  float ms = 0;
-  cudaEventElapsedTime(&ms, e0, e1);
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
-  cudaFree(a);
-  cudaFree(b);
-  CF_CUDA(cudaGetLastError());
-  return 2.0 * (double)bytes * reps / (ms * 1e-3);
-}
+double measure_copy_bandwidth(size_t bytes, int reps) { return detail::copy_bandwidth_bytes_per_s(bytes, reps); }
 
 CudaGptEngine::CudaGptEngine() : impl_(std::make_unique<Impl>()) {}
 CudaGptEngine::~CudaGptEngine() = default;
