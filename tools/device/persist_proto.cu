@@ -22,8 +22,9 @@
 //     G  reduce: the block's columns of x1 + sum of the G partials, tagged X words with epoch e + 1 (next layer's A)
 //   The GEMVs of B, E and F (qkv, o-proj, gate / up) are a warp per weight row with FMA dot products (ring_gemv), or
 //   with --mma tensor-core MMAs over a k-slice per warp (mma_phase); the down projection is FMA by columns in both.
-// Measured on the H200 in session 42 (docs/cuda-gpt.md): 42.3 us per layer with ring_gemv against the engine's 31.4,
-// the stream alone 17.8 us; the --mma build has not run yet.
+// Measured (docs/cuda-gpt.md, sessions 42-43): on the H200 42.3 us per layer with ring_gemv against the engine's 31.4,
+// the stream alone 17.8 us; on an H100 the --mma build checks and is no faster (44.3 against 42.9 us), and with the
+// weights not streamed (--nostream) the layer still takes 34.2 us, more than the engine's layer with its weights in L2.
 // Besides the full layer, each run times the same schedule with consumers that only take and free each stage (the
 // schedule's byte bound), and with consumers that run every stage through the GEMV's dot products and nothing else
 // (the consumers' own rate; once more without the cross-proxy fence that frees a slot). --nostream adds the full layer
