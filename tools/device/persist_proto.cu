@@ -24,7 +24,9 @@
 //   with --mma tensor-core MMAs over a k-slice per warp (mma_phase); the down projection is FMA by columns in both.
 // Measured (docs/cuda-gpt.md, sessions 42-43): on the H200 42.3 us per layer with ring_gemv against the engine's 31.4,
 // the stream alone 17.8 us; on an H100 the --mma build checks and is no faster (44.3 against 42.9 us), and with the
-// weights not streamed (--nostream) the layer still takes 34.2 us, more than the engine's layer with its weights in L2.
+// weights not streamed (--nostream) the layer still takes 34.2 us, more than the engine's layer with its weights in L2;
+// a stage inside a phase costs ~0.8 us there against 0.43 in the consume-only loop (the build with attention_phase's
+// arguments by value, no local memory in the layer loop, has not run: tools/device/s43_call5.sh).
 // Besides the full layer, each run times the same schedule with consumers that only take and free each stage (the
 // schedule's byte bound), and with consumers that run every stage through the GEMV's dot products and nothing else
 // (the consumers' own rate; once more without the cross-proxy fence that frees a slot). --nostream adds the full layer
@@ -73,7 +75,7 @@ constexpr int RED_SUB = 10;                // threads per output column in the r
 constexpr int RED_PER = 14;                // partial sources per thread (G <= 140)
 constexpr int WCH = D / 32 / NCW;          // 32-wide k chunks of a stage per consumer warp (MMA path)
 constexpr int MAXST_Q = 5, MAXST_O = 2, MAXST_GU = 12;  // stages per block of qkv, o-proj, gate + up (G >= 128)
-constexpr int NSTAMP = 10;                 // timeline stamps per block (the middle layer)
+constexpr int NSTAMP = 12;                 // timeline stamps per block (the middle layer)
 constexpr int HS_MAX = 48;                 // hidden units per block at most (G >= 128)
 
 struct Proto {
@@ -370,8 +372,10 @@ struct __align__(16) Smem {
 
 // C: the attention split of block pl (one (row, head) item, positions [p0, p1) of the cache, plus the new key in the
 // last split), then (split 0) the head's combine. Not inlined: its registers do not weigh on the layer loop's
-// (with it inlined the kernel spilled 2-3x more at the 168-register cap).
-__device__ __noinline__ void attention_phase(const Proto& p, Smem& sm, Ring& ring, const Plan& pl, int l, unsigned ep) {
+// (with it inlined the kernel spilled 2-3x more at the 168-register cap). Its arguments come by value and the ring's
+// position goes back as the result, so that no address of the caller's locals escapes into the call (which would keep
+// them in local memory around every stage of the layer loop).
+__device__ __noinline__ RingPos attention_phase(const Proto p, Smem& sm, Ring ring, const Plan pl, int l, unsigned ep) {
   const int ct = threadIdx.x - 32, cw = (threadIdx.x >> 5) - 1, lane = threadIdx.x & 31;
   const int ar = pl.item / H, ah = pl.item % H;
   const bool last_split = pl.split == p.spl - 1;
@@ -462,6 +466,7 @@ __device__ __noinline__ void attention_phase(const Proto& p, Smem& sm, Ring& rin
       st_tag(p.ATT + ar * D + ah * HD + ct, num / den, ep);
     }
   }
+  return ring.rp;
 }
 
 // One block of 288 threads per SM: ptxas caps it at 168 registers (__maxnreg__(224) compiled without spills but does
@@ -563,6 +568,7 @@ __global__ void __launch_bounds__(NT, 1) proto_kernel(const Proto p) {
     stamp(1);
     cbar();
     layer_norm(sm.xs, sm.xn, sm.sh);
+    stamp(10);
     // B: qkv rows
     XReg xr;
     if constexpr (MMA) {
@@ -579,7 +585,7 @@ __global__ void __launch_bounds__(NT, 1) proto_kernel(const Proto p) {
     }
     stamp(2);
     // C: attention split, then (split 0) the head's combine
-    if (att) attention_phase(p, sm, ring, pl, l, ep);
+    if (att) ring.rp = attention_phase(p, sm, ring, pl, l, ep);
     stamp(3);
     // E: o-proj rows, with the residual
     cbar();
@@ -605,6 +611,7 @@ __global__ void __launch_bounds__(NT, 1) proto_kernel(const Proto p) {
     stamp(6);
     cbar();
     layer_norm(sm.xs, sm.xn, sm.sh);
+    stamp(11);
     if constexpr (MMA) {
       mma_phase<MAXST_GU>(ring, sm.xn, sm.xn, 2 * pl.nf, [&](int st, int r, int n, float v) {
         const int u = 8 * (st >> 1) + n;
@@ -798,7 +805,7 @@ int main(int argc, char** argv) try {
     int mode, nost;
   };
   std::vector<Run> runs = {{0, 0}, {1, 0}, {0, 0}, {1, 0}, {2, 0}, {3, 0}};
-  if (nostream) runs.insert(runs.end(), {{0, 1}, {2, 1}, {0, 1}, {2, 1}});
+  if (nostream) runs.insert(runs.end(), {{0, 1}, {2, 1}, {3, 1}, {0, 1}, {2, 1}, {3, 1}});
   for (const Run& run : runs) {
     launch(run.mode, run.nost);  // warm-up
     std::vector<double> us;
@@ -816,11 +823,14 @@ int main(int argc, char** argv) try {
     CF_CUDA(cudaMemcpy(t.data(), tl, t.size() * 8, cudaMemcpyDeviceToHost));
     unsigned long long t0 = ~0ull;
     for (int b = 0; b < G; ++b) t0 = std::min(t0, t[b * NSTAMP]);
-    static const char* names[NSTAMP] = {"layer start", "x landed", "qkv done", "attention done", "att landed",
-                                        "o-proj done", "x1 landed", "gate/up done", "down done", "reduce done"};
+    static const char* names[NSTAMP] = {"layer start", "x landed",     "qkv done",     "attention done",
+                                        "att landed",  "o-proj done",  "x1 landed",    "gate/up done",
+                                        "down done",   "reduce done",  "x normalised", "x1 normalised"};
+    static const int order[NSTAMP] = {0, 1, 10, 2, 3, 4, 5, 6, 11, 7, 8, 9};  // stamps 10 and 11 came later
     std::printf("middle layer timeline%s (us from the first block's start; median / max (its block) over blocks; "
                 "attention blocks' median):\n", nost ? ", weights not streamed" : "");
-    for (int i = 0; i < NSTAMP; ++i) {
+    for (int oi = 0; oi < NSTAMP; ++oi) {
+      const int i = order[oi];
       std::vector<double> v, va;
       for (int b = 0; b < G; ++b) {
         v.push_back((double)(t[b * NSTAMP + i] - t0) / 1e3);
