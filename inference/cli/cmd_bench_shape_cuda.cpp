@@ -19,6 +19,7 @@
 
 #include "arg_lists.h"
 #include "command.h"
+#include "gpt_synthetic.h"
 #include "stats_util.h"
 #include "cubeforge/model_config.h"
 #ifdef CUBEFORGE_HAVE_CUDA
@@ -56,7 +57,10 @@ const char* kUsage =
     "                     stage in one process, and the GPT's TPOT with live previews on the shape engine's stream\n"
     "  --e2e-only         only that\n"
     "  --e2e-rows N       batch rows the GPT engine is created for (default 8, as in the editor: 4 variations\n"
-    "                     with guidance); the decode is one prompt either way\n";
+    "                     with guidance); the decode is one prompt either way\n"
+    "  --e2e-weights W    the GPT's random weights and conditioning: init (default; matrices ~ N(0, 0.02) like the\n"
+    "                     reference's init) or bench (those of `cubeforge-gen bench --synthetic`, to compare the\n"
+    "                     two decodes on the same values)\n";
 
 using namespace cubeforge;
 using Clock = std::chrono::steady_clock;
@@ -71,6 +75,7 @@ struct Args {
   float margin = 0.02f;
   size_t chunk = size_t(1) << 17;
   uint64_t seed = 1;
+  bool e2e_bench_weights = false;  // --e2e-weights bench
 };
 
 
@@ -582,12 +587,16 @@ void run_e2e(const std::string& preset, const Args& args) {
               gcfg.n_layer, N, (unsigned long long)args.seed);
   auto t0 = Clock::now();
   cuda::GptWeightSource gsrc;
-  gsrc.get = [&](const std::string& name, const std::vector<int64_t>& shape) {
-    std::vector<float> v = random_tensor(name, shape, args.seed + 100);
-    if (shape.size() == 2 && name.find("norm") == std::string::npos)  // GPT matrices ~ N(0, 0.02) like the reference init
-      for (auto& x : v) x *= 0.02f * std::sqrt(float(shape.back()));
-    return v;
-  };
+  if (args.e2e_bench_weights) {
+    gsrc = cli::gpt_bench::synthetic_weights(args.seed);
+  } else {
+    gsrc.get = [&](const std::string& name, const std::vector<int64_t>& shape) {
+      std::vector<float> v = random_tensor(name, shape, args.seed + 100);
+      if (shape.size() == 2 && name.find("norm") == std::string::npos)  // matrices ~ N(0, 0.02) like the reference init
+        for (auto& x : v) x *= 0.02f * std::sqrt(float(shape.back()));
+      return v;
+    };
+  }
   cuda::EngineOptions geo;
   geo.verbose = false;
   auto gpt = cuda::CudaGptEngine::create(gcfg, N, s_len, gsrc, args.e2e_rows, geo);
@@ -598,11 +607,9 @@ void run_e2e(const std::string& preset, const Args& args) {
   std::printf("engines: %s, setup %.1f s, GPT (rows up to %d) %.2f GiB + shape %.2f GiB on the device\n",
               gpt->device_name().c_str(), ms_since(t0) / 1e3, args.e2e_rows, gpt->vram_bytes() / 1073741824.0,
               shp->vram_bytes() / 1073741824.0);
-  std::vector<float> cond(size_t(2) * s_len * gcfg.n_embd);
-  {
-    const std::vector<float> c = random_tensor("e2e.cond", {2, int64_t(s_len), int64_t(gcfg.n_embd)}, args.seed);
-    std::copy(c.begin(), c.end(), cond.begin());
-  }
+  const std::vector<float> cond =
+      args.e2e_bench_weights ? cli::gpt_bench::synthetic_cond(1, s_len, args.seed)
+                             : random_tensor("e2e.cond", {2, int64_t(s_len), int64_t(gcfg.n_embd)}, args.seed);
   int out_of_range = 0;
   auto to_ids = [&](const std::vector<int32_t>& toks) {
     std::vector<int> ids(toks.begin(), toks.begin() + N);
@@ -750,6 +757,11 @@ int run_cmd(int argc, char** argv) {
     else if (k == "--e2e") a.e2e = true;
     else if (k == "--e2e-only") a.e2e = a.e2e_only = true;
     else if (k == "--e2e-rows") a.e2e_rows = std::stoi(val());
+    else if (k == "--e2e-weights") {
+      const std::string w = val();
+      if (w != "init" && w != "bench") throw Error("--e2e-weights: init or bench, not '" + w + "'");
+      a.e2e_bench_weights = w == "bench";
+    }
     else if (k == "--seed") a.seed = std::stoull(val());
     else if (k == "--help" || k == "-h") {
       std::printf("%s", kUsage);
