@@ -568,7 +568,7 @@ __global__ void __launch_bounds__(NT, 1) proto_kernel(const Proto p) {
     stamp(1);
     cbar();
     layer_norm(sm.xs, sm.xn, sm.sh);
-    stamp(10);
+    stamp(2);
     // B: qkv rows
     XReg xr;
     if constexpr (MMA) {
@@ -583,14 +583,14 @@ __global__ void __launch_bounds__(NT, 1) proto_kernel(const Proto p) {
         st_tag(p.QKV + QKVN + row, a.y, ep);
       });
     }
-    stamp(2);
+    stamp(3);
     // C: attention split, then (split 0) the head's combine
     if (att) ring.rp = attention_phase(p, sm, ring, pl, l, ep);
-    stamp(3);
+    stamp(4);
     // E: o-proj rows, with the residual
     cbar();
     gather_vec(p, p.ATT, sm.xn, R * D, ep, 4, l);
-    stamp(4);
+    stamp(5);
     cbar();
     if constexpr (MMA) {
       mma_phase<MAXST_O>(ring, sm.xn, sm.xn, pl.no, [&](int st, int r, int n, float v) {
@@ -604,14 +604,14 @@ __global__ void __launch_bounds__(NT, 1) proto_kernel(const Proto p) {
         st_tag(p.X1 + D + row, sm.xs[D + row] + a.y, ep);
       });
     }
-    stamp(5);
+    stamp(6);
     // F: the MLP's hidden units and their partial of the down projection
     cbar();
     gather_vec(p, p.X1, sm.xs, R * D, ep, 5, l);
-    stamp(6);
+    stamp(7);
     cbar();
     layer_norm(sm.xs, sm.xn, sm.sh);
-    stamp(11);
+    stamp(8);
     if constexpr (MMA) {
       mma_phase<MAXST_GU>(ring, sm.xn, sm.xn, 2 * pl.nf, [&](int st, int r, int n, float v) {
         const int u = 8 * (st >> 1) + n;
@@ -640,7 +640,7 @@ __global__ void __launch_bounds__(NT, 1) proto_kernel(const Proto p) {
       }
     }
     cbar();
-    stamp(7);
+    stamp(9);
     float acc[R][8] = {};
     for (int k = 0; k < pl.nf; ++k) {
       const unsigned char* ds = ring.take();
@@ -663,7 +663,7 @@ __global__ void __launch_bounds__(NT, 1) proto_kernel(const Proto p) {
         for (int e = 0; e < 8; e += 2)
           st_relaxed_v2_u64(part + r * D + e, tag_pack(acc[r][e], ep), tag_pack(acc[r][e + 1], ep));
     }
-    stamp(8);
+    stamp(10);
     // G: this block's columns of the next layer's input
     const int nc = pl.d1 - pl.d0, nout = R * nc;
     {
@@ -692,7 +692,7 @@ __global__ void __launch_bounds__(NT, 1) proto_kernel(const Proto p) {
         st_tag(p.X + rr * D + cc, t, ep + 1);
       }
     }
-    stamp(9);
+    stamp(11);
   }
 }
 
@@ -732,7 +732,8 @@ int main(int argc, char** argv) try {
   if (L < 1 || L > 60 || S < 2 || S > MAXS || G > RED_SUB * RED_PER || G < 128 || spl < 1 || spl > SPL_MAX ||
       R * H * spl > G || P < spl ||
       (P + spl - 1) / spl > KPOS || P >= PMAX || ahead < 0)
-    throw cubeforge::Error("unsupported configuration (layers 1-60, slots 2-8, 128-140 SMs, pos < 512 and <= 96 per split)");
+    throw cubeforge::Error("unsupported configuration (layers 1-60, slots 2-8, 128-140 SMs, pos < 512 and <= 96 per split, "
+                           "ahead >= 0)");
   const size_t wn = (size_t)L * LAYER_ROWS * D, kvn = (size_t)L * R * H * PMAX * HD;
   bf16 *w, *kc, *vc;
   float* x0;
@@ -823,14 +824,12 @@ int main(int argc, char** argv) try {
     CF_CUDA(cudaMemcpy(t.data(), tl, t.size() * 8, cudaMemcpyDeviceToHost));
     unsigned long long t0 = ~0ull;
     for (int b = 0; b < G; ++b) t0 = std::min(t0, t[b * NSTAMP]);
-    static const char* names[NSTAMP] = {"layer start", "x landed",     "qkv done",     "attention done",
-                                        "att landed",  "o-proj done",  "x1 landed",    "gate/up done",
-                                        "down done",   "reduce done",  "x normalised", "x1 normalised"};
-    static const int order[NSTAMP] = {0, 1, 10, 2, 3, 4, 5, 6, 11, 7, 8, 9};  // stamps 10 and 11 came later
+    static const char* names[NSTAMP] = {"layer start",    "x landed",   "x normalised", "qkv done",
+                                        "attention done", "att landed", "o-proj done",  "x1 landed",
+                                        "x1 normalised",  "gate/up done", "down done",  "reduce done"};
     std::printf("middle layer timeline%s (us from the first block's start; median / max (its block) over blocks; "
                 "attention blocks' median):\n", nost ? ", weights not streamed" : "");
-    for (int oi = 0; oi < NSTAMP; ++oi) {
-      const int i = order[oi];
+    for (int i = 0; i < NSTAMP; ++i) {
       std::vector<double> v, va;
       for (int b = 0; b < G; ++b) {
         v.push_back((double)(t[b * NSTAMP + i] - t0) / 1e3);
