@@ -35,6 +35,7 @@ void CudaGptEngine::Impl::block_step(const StreamW& w, bf16* k_l, bf16* v_l, int
     q.N = 3 * D;
     q.bias = w.vb;
     q.bias_from = 2 * D;
+    q.wsum = ln_lin ? w.qkv_ws : nullptr;
     q.out_f = qkv;
     q.ld_out = QKV_LD;
     diag_slots(q, single_now ? "s.qkv" : "qkv");
@@ -84,6 +85,7 @@ void CudaGptEngine::Impl::block_step(const StreamW& w, bf16* k_l, bf16* v_l, int
     MlpParams m = {};
     m.g = base_params();
     m.g.add2 = add2;
+    m.g.wsum = ln_lin ? w.gu_ws : nullptr;
     diag_slots(m.g, single_now ? "s.mlp" : "mlp");
     m.Wgu = w.gu;
     m.bgu = w.gub;

@@ -36,6 +36,24 @@ __global__ void convert_kernel(const float* src, bf16* dst, long rows, long cols
   }
 }
 
+// Per row j of a [rows][cols] fp32 matrix: the sum of its values rounded to bf16 (fp64, then float), written at the
+// row's place in the device layout (mode as convert_kernel): the weight sums of the linear LN GEMVs (ln_linear).
+// One warp per row.
+__global__ void row_sums_kernel(const float* src, long rows, long cols, int mode, float* dst) {
+  const long j = blockIdx.x * (long)(blockDim.x / 32) + threadIdx.x / 32;
+  if (j >= rows) return;
+  const int lane = threadIdx.x & 31;
+  double s = 0.0;
+  for (long c = lane; c < cols; c += 32) s += (double)__bfloat162float(__float2bfloat16_rn(src[j * cols + c]));
+  s = warp_sum_d(s);
+  if (lane == 0) {
+    long dr = j;
+    if (mode == 1) dr = 16 * (j / 8) + j % 8;
+    else if (mode == 2) dr = 16 * (j / 8) + j % 8 + 8;
+    dst[dr] = (float)s;
+  }
+}
+
 // ---- cond-stream prefill kernels (rows m = r * s + j) ------------------------------------------------------------
 // The bf16 GEMM operands are split like the decode GEMV's (split_store): the hi parts are rows 0..M-1 and the lo
 // parts rows M..2M-1 of one GEMM of 2M rows, so the fp32 output of row m is C[m] + C[M + m]. lo == 0: hi only.

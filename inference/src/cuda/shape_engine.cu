@@ -10,6 +10,7 @@
 #include "cubeforge/cuda_gpt.h"
 #include "cubeforge/cuda_shape.h"
 #include "cubeforge/error.h"
+#include "core/half.h"
 #include "shape/shape_kernels.h"
 #include "shape_engine_impl.cuh"
 #include "shape_gpu_kernels.cuh"
@@ -34,24 +35,6 @@ __global__ void axis_table_kernel(const float* __restrict__ feat, const float* _
 }
 
 }  // namespace shape_detail
-
-namespace {
-
-uint16_t to_bf16_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu)) return uint16_t((u >> 16) | 0x40);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return uint16_t(u >> 16);
-}
-float bf16_round_host(float f) {
-  const uint32_t u = uint32_t(to_bf16_bits(f)) << 16;
-  float r;
-  std::memcpy(&r, &u, 4);
-  return r;
-}
-
-}  // namespace
 
 // ---- construction ---------------------------------------------------------------------------------------------------
 
@@ -85,7 +68,7 @@ T* CudaShapeEngine::Impl::dalloc(size_t count) {
 
 bf16* CudaShapeEngine::Impl::upload_bf16(const std::vector<float>& v) {
   std::vector<uint16_t> h(v.size());
-  for (size_t i = 0; i < v.size(); ++i) h[i] = to_bf16_bits(v[i]);
+  for (size_t i = 0; i < v.size(); ++i) h[i] = float_to_bf16(v[i]);
   bf16* d = dalloc<bf16>(v.size());
   CF_CUDA(cudaMemcpy(d, h.data(), h.size() * 2, cudaMemcpyHostToDevice));
   weights_bytes += h.size() * 2;
@@ -221,7 +204,7 @@ std::unique_ptr<CudaShapeEngine> CudaShapeEngine::create(const ShapeConfig& cfg,
       std::copy(win.begin() + size_t(d) * m.F, win.begin() + size_t(d + 1) * m.F, wpad.begin() + size_t(d) * m.Fpad);
     m.in_w = m.upload_bf16(wpad);
     m.in_b = m.upload_bf16(bin);
-    for (float& v : bin) v = bf16_round_host(v);
+    for (float& v : bin) v = round_bf16(v);
     m.in_b_f = m.upload_f32(bin);
     // per-axis tables: features of axis a at the rb-9 coordinates (bf16-rounded) x the matching W_in columns
     const int nfe = 2 * m.nf + 1, Mt = m.Mt;
@@ -234,11 +217,11 @@ std::unique_ptr<CudaShapeEngine> CudaShapeEngine::create(const ShapeConfig& cfg,
         float pt[3] = {0, 0, 0};
         pt[a] = axis[i];
         shape::fourier_embed(pt, 1, ew.data(), carrier.data(), m.nf, emb.data(), size_t(m.F));
-        for (int c = 0; c < nfe; ++c) feat[(size_t(a) * Mt + i) * nfe + c] = bf16_round_host(emb[cols[c]]);
+        for (int c = 0; c < nfe; ++c) feat[(size_t(a) * Mt + i) * nfe + c] = round_bf16(emb[cols[c]]);
       }
       for (int d = 0; d < W; ++d)
         for (int c = 0; c < nfe; ++c)
-          wsub[(size_t(a) * W + d) * nfe + c] = bf16_round_host(win[size_t(d) * m.F + cols[c]]);
+          wsub[(size_t(a) * W + d) * nfe + c] = round_bf16(win[size_t(d) * m.F + cols[c]]);
     }
     float* feat_d = m.upload_f32(feat);
     float* wsub_d = m.upload_f32(wsub);
@@ -263,9 +246,9 @@ std::unique_ptr<CudaShapeEngine> CudaShapeEngine::create(const ShapeConfig& cfg,
   m.lnf_b = m.upload_f32(get(o + "ln_f.bias", {W}));
   {
     std::vector<float> hw = get(o + "c_head.weight", {1, W});
-    for (float& v : hw) v = bf16_round_host(v);
+    for (float& v : hw) v = round_bf16(v);
     m.head_w = m.upload_f32(hw);
-    m.head_b = bf16_round_host(get(o + "c_head.bias", {1})[0]);
+    m.head_b = round_bf16(get(o + "c_head.bias", {1})[0]);
   }
 
   // latent decoder scratch and shape state
