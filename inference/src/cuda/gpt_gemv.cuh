@@ -369,6 +369,26 @@ __device__ __forceinline__ void gemv_ln_prologue(const GemvParams& p, bf16* act,
     *reinterpret_cast<uint4*>(act + (size_t)r * AST + k8) = o;
     *reinterpret_cast<uint4*>(act + (size_t)(R + r) * AST + k8) = ol;
   };
+  // every item of X into act: the staged rows once they land, else G items per thread per round (the first round
+  // requested above); classic (norm): a block barrier first, which publishes the statistics
+  auto put_rows = [&](auto norm) {
+    if (xs) {
+      cp_async_wait<0>();
+      __syncthreads();
+      for (int i = threadIdx.x; i < n; i += NTHR) {
+        const float* src = xs + (size_t)(i / K8) * K + (i % K8) * 8;
+        put(i, *reinterpret_cast<const float4*>(src), *reinterpret_cast<const float4*>(src + 4), norm);
+      }
+      return;
+    }
+    if constexpr (decltype(norm)::value) __syncthreads();
+    for (int base = threadIdx.x; base < n; base += G * NTHR) {
+      if (base != (int)threadIdx.x) issue(base);
+#pragma unroll
+      for (int i = 0; i < G; ++i)
+        if (base + i * NTHR < n) put(base + i * NTHR, xa[i], xb[i], norm);
+    }
+  };
   if (!xs) issue(threadIdx.x);
   if (lin) {
     const int r0 = NW - 1 - warp;  // this warp's first row
@@ -382,21 +402,7 @@ __device__ __forceinline__ void gemv_ln_prologue(const GemvParams& p, bf16* act,
         ln_stats_load(p, r0, lane, v);
       }
     }
-    if (xs) {
-      cp_async_wait<0>();
-      __syncthreads();
-      for (int i = threadIdx.x; i < n; i += NTHR) {
-        const float* src = xs + (size_t)(i / K8) * K + (i % K8) * 8;
-        put(i, *reinterpret_cast<const float4*>(src), *reinterpret_cast<const float4*>(src + 4), std::false_type{});
-      }
-    } else {
-      for (int base = threadIdx.x; base < n; base += G * NTHR) {
-        if (base != (int)threadIdx.x) issue(base);
-#pragma unroll
-        for (int i = 0; i < G; ++i)
-          if (base + i * NTHR < n) put(base + i * NTHR, xa[i], xb[i], std::false_type{});
-      }
-    }
+    put_rows(std::false_type{});
     if constexpr (SRAW) {
       if (r0 < R) {
         cp_async_wait<0>();
@@ -424,22 +430,7 @@ __device__ __forceinline__ void gemv_ln_prologue(const GemvParams& p, bf16* act,
     ln_stats_load(p, r, lane, v);
     ln_stats_finish(p, v, r, lane, st);
   }
-  if (xs) {
-    cp_async_wait<0>();
-    __syncthreads();
-    for (int v = threadIdx.x; v < n; v += NTHR) {
-      const float* src = xs + (size_t)(v / K8) * K + (v % K8) * 8;
-      put(v, *reinterpret_cast<const float4*>(src), *reinterpret_cast<const float4*>(src + 4), std::true_type{});
-    }
-    return;
-  }
-  __syncthreads();
-  for (int base = threadIdx.x; base < n; base += G * NTHR) {
-    if (base != (int)threadIdx.x) issue(base);
-#pragma unroll
-    for (int i = 0; i < G; ++i)
-      if (base + i * NTHR < n) put(base + i * NTHR, xa[i], xb[i], std::true_type{});
-  }
+  put_rows(std::true_type{});
 }
 
 // End of a GEMV tile: hi + lo partial sums combined, then the cross-warp reduction (fixed order: deterministic)
