@@ -5,6 +5,7 @@
 # the base binary, the new one with it off (its digests must equal the base's) and on, two rounds, with timelines;
 # then prompt -> mesh v0.5 on the new binary with it off and on, and the e2e on the bench's weights (session 43's
 # open question: is the e2e decode's ~1.2% over the bench the weights' values?).
+# SHORT=1: the check and env_ab without timelines only (a short device budget).
 # Usage (device tool, repo root): bash tools/device/s44_call1.sh
 set -uo pipefail
 . tools/device/common.sh
@@ -16,7 +17,8 @@ echo "== cuda-check v0.1, LN by linearity"
 CUBEFORGE_GPT_LN_LINEAR=1 timeout 240 /tmp/new cuda-check --synthetic v0.1 2>&1 |
   grep -E "rel L2 error|identical|DIFFER|digest|cancel|cuda-check|FAIL|rror|trap" | head -16
 CONFIGS="BIN=/tmp/base BIN=/tmp/new,CUBEFORGE_GPT_LN_LINEAR=0 BIN=/tmp/new,CUBEFORGE_GPT_LN_LINEAR=1" \
-  REPS=2 TL=1 CHECK01=0 bash tools/device/env_ab.sh
+  REPS=2 TL=$([ "${SHORT:-0}" = 1 ] && echo 0 || echo 1) CHECK01=0 bash tools/device/env_ab.sh
+[ "${SHORT:-0}" = 1 ] && exit 0
 for r in 1 2; do
   for ll in 0 1; do
     echo "== e2e v0.5 rb 8, 2 rows, LN_LINEAR=$ll, round $r"
