@@ -267,6 +267,8 @@ void CudaGptEngine::Impl::alloc_buffers() {
   GemvLm::prepare();
   Gemv1Qkv::prepare();
   Gemv1QkvSm::prepare();
+  Gemv1QkvLin::prepare();
+  Gemv1QkvSmLin::prepare();
   Gemv1Down::prepare();
   Gemv1GateUp::prepare();
 }

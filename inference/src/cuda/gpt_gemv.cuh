@@ -863,7 +863,10 @@ __device__ __forceinline__ bool gemv1_qkv_consts(const GemvParams& p, float* wss
 // register loads, completing on an mbarrier; session 8 had 16-byte cp.async per thread after them). The items then
 // run one after the other (MMAs of item j, its reduction, then item j + 1; the LN input sits in shared memory, so
 // re-reading its fragments per item is cheap) to keep one accumulator set live. Per item the same sums in the same order: bitwise equal.
-template <int K, int NTILE, int NW, int KSPLIT, int EPI, int MAXT, int NSM = 0>
+// LINQ (the qkv only; session 44): the instantiation for the LayerNorm by linearity (ln_linear, p.wsum set): the
+// linear prologue, and at one prompt (NSM > 0) the biases and weight sums through shared memory; without it the
+// kernel is the classic one (p.wsum ignored).
+template <int K, int NTILE, int NW, int KSPLIT, int EPI, int MAXT, int NSM = 0, bool LINQ = false>
 __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
   constexpr int KS = K / KSPLIT;
   constexpr int CPW = KS / (32 * NW);
@@ -918,10 +921,11 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
   for (int j = 0; j < NR; ++j)
     if ((int)blockIdx.x + j * G < total)
       gemv_load_w<K, NTILE, NW, KSPLIT>(w[j], p.W, p.N, blockIdx.x + j * G, warp, g, t4, pol, p.blocked, p.wmask);
+  static_assert(!LINQ || EPI == EPI_QKV, "the linear LN instantiation is the qkv's");
   // the items' bias elements (gemv_bias_pre), with the weights. Not in the 3-8 row qkv (three register items, NSM 0):
   // there it took 122 -> 125 registers and measured batch 4 +0.2% / +0.5% against the o-proj's alone (session 25);
-  // the one-prompt qkv copies them into shared memory with its weight sums (below; session 44: four registers)
-  constexpr bool HB = gemv_has_bias_pre<EPI> && EPI != EPI_QKV;
+  // the linear one-prompt qkv copies them into shared memory with its weight sums (below)
+  constexpr bool HB = gemv_has_bias_pre<EPI> && (EPI != EPI_QKV || (NSM > 0 && !LINQ));
   const bool have_b = HB && p.R * NT <= NW * 32;
   float bpre[MAXT];
 #pragma unroll
@@ -934,7 +938,7 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
   // The one-prompt qkv (NSM > 0): the items' weight sums (the linear LN qkv) and biases, also weights, copied into
   // shared memory now (in registers they would cost it its co-resident attention blocks: gemv1_qkv_consts), waited for
   // by their threads before the MMAs.
-  constexpr bool QC = EPI == EPI_QKV && NSM > 0;
+  constexpr bool QC = LINQ && NSM > 0;
   __shared__ __align__(16) float wss[QC ? MAXT * NT : 1];
   __shared__ __align__(16) bf16 bss[QC ? MAXT * NT : 8];
   const bool qc_copy = QC && gemv1_qkv_consts<NT, MAXT>(p, wss, bss, G, total);
@@ -948,11 +952,11 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
   // the input rows staged in shared memory where they take more than one round (3-8 rows, qkv: session 18, batch 4
   // -1.2% / -0.5%); not in the NSM kernels (one prompt: +9 registers and +0.8% / +1.6% TPOT when staged there)
   const size_t off =
-      gemv_stage_input<K, NW, LN, (NSM > 0 ? 1 : 2), NSM == 0, EPI == EPI_QKV, (EPI == EPI_QKV && NSM > 0)>(
+      gemv_stage_input<K, NW, LN, (NSM > 0 ? 1 : 2), NSM == 0, LINQ, QC>(
           p, smem, R, kbase, kbase + KS);
   gemv_phase(p, 2);
   const bool act_s = LN || p.act_smem;
-  const float2* lst = EPI == EPI_QKV && ln_linear(p)
+  const float2* lst = LINQ && ln_linear(p)
                           ? reinterpret_cast<const float2*>(smem + gemv_ln_stats_off<K>(R)) : nullptr;
   if (qc_copy) cp_async_wait<0>();  // published by the reduction's barriers
   float* red = reinterpret_cast<float*>(smem + off);
