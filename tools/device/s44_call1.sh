@@ -4,7 +4,8 @@
 # cuda-check v0.1 with it on (logits against fp32, graph = eager, batch 8 = batch 1 bitwise, cancel); env_ab over
 # the base binary, the new one with it off (its digests must equal the base's) and on, two rounds, with timelines;
 # then prompt -> mesh v0.5 on the new binary with it off and on, and the e2e on the bench's weights (session 43's
-# open question: is the e2e decode's ~1.2% over the bench the weights' values?).
+# open question: is the e2e decode's ~1.2% over the bench the weights' values? each run with its mean SM clock and
+# power under load, since values that toggle more bits can draw more power and lower the clock).
 # SHORT=1: the check and env_ab without timelines only (a short device budget).
 # Usage (device tool, repo root): bash tools/device/s44_call1.sh
 set -uo pipefail
@@ -19,14 +20,25 @@ CUBEFORGE_GPT_LN_LINEAR=1 timeout 240 /tmp/new cuda-check --synthetic v0.1 2>&1 
 CONFIGS="BIN=/tmp/base BIN=/tmp/new,CUBEFORGE_GPT_LN_LINEAR=0 BIN=/tmp/new,CUBEFORGE_GPT_LN_LINEAR=1" \
   REPS=2 TL=$([ "${SHORT:-0}" = 1 ] && echo 0 || echo 1) CHECK01=0 bash tools/device/env_ab.sh
 [ "${SHORT:-0}" = 1 ] && exit 0
+# sampled: CMD under a 100 ms nvidia-smi sampler; then the run's mean SM clock (MHz) and power (W) over the samples
+# with the GPU busy: is the e2e decode's excess over the bench a lower clock (data-dependent power)?
+sampled() {
+  nvidia-smi --query-gpu=utilization.gpu,clocks.sm,power.draw --format=csv,noheader,nounits -lms 100 > /tmp/smi.csv &
+  local sp=$!
+  "$@"
+  kill $sp 2>/dev/null; wait $sp 2>/dev/null
+  awk -F', ' '$1 > 50 { n++; c += $2; w += $3 } END { if (n) printf "   busy samples %d: SM %.0f MHz, %.0f W\n", n, c / n, w / n }' \
+    /tmp/smi.csv
+}
 for r in 1 2; do
   for ll in 0 1; do
     echo "== e2e v0.5 rb 8, 2 rows, LN_LINEAR=$ll, round $r"
-    CUBEFORGE_GPT_LN_LINEAR=$ll timeout 60 /tmp/new bench-shape-gpu --e2e-only --synthetic v0.5 --rb 8 --reps 2 \
-      --e2e-rows 2 2>&1 | grep -E "^[12] |median"
+    sampled bash -c "CUBEFORGE_GPT_LN_LINEAR=$ll timeout 60 /tmp/new bench-shape-gpu --e2e-only --synthetic v0.5 --rb 8 \
+      --reps 2 --e2e-rows 2 2>&1 | grep -E '^[12] |median'"
   done
   echo "== e2e v0.5 rb 8, 2 rows, bench weights, round $r"
-  timeout 60 /tmp/new bench-shape-gpu --e2e-only --synthetic v0.5 --rb 8 --reps 2 --e2e-rows 2 --e2e-weights bench \
-    2>&1 | grep -E "^[12] |median"
-  timeout 90 /tmp/new bench --synthetic v0.5 --quick --batches 1 --reps 1 2>&1 | grep -E "TPOT mean"
+  sampled bash -c "timeout 60 /tmp/new bench-shape-gpu --e2e-only --synthetic v0.5 --rb 8 --reps 2 --e2e-rows 2 \
+    --e2e-weights bench 2>&1 | grep -E '^[12] |median'"
+  echo "== bench v0.5, round $r"
+  sampled bash -c "timeout 90 /tmp/new bench --synthetic v0.5 --quick --batches 1 --reps 1 2>&1 | grep -E 'TPOT mean'"
 done
