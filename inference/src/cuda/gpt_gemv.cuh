@@ -822,7 +822,7 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
   }
 }
 
-// The one-prompt qkv's per-item constants into shared memory, issued before griddepcontrol.wait (they are weights):
+// The linear qkv's per-item constants into shared memory, issued before griddepcontrol.wait (they are weights):
 // item j's NT weight sums (p.wsum, when set) at wss[j NT] and NT biases at bss[j NT] (items of the columns from
 // bias_from on; zeros before). 16-byte cp.async by the first threads; returns whether this thread issued any (it
 // waits for them before the MMAs).
@@ -935,10 +935,11 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
       if (have_b && (int)blockIdx.x + j * G < total)
         bpre[j] = gemv_bias_pre<NT, EPI>(p, ((blockIdx.x + j * G) / KSPLIT) * NT);
   }
-  // The one-prompt qkv (NSM > 0): the items' weight sums (the linear LN qkv) and biases, also weights, copied into
-  // shared memory now (in registers they would cost it its co-resident attention blocks: gemv1_qkv_consts), waited for
-  // by their threads before the MMAs.
-  constexpr bool QC = LINQ && NSM > 0;
+  // The linear qkv (LINQ): the items' weight sums and biases, also weights, copied into shared memory now (in
+  // registers they would cost the one-prompt kernel its co-resident attention blocks; loaded in the epilogue they
+  // would be an L2 round trip after the reduction: gemv1_qkv_consts), waited for by their threads before the MMAs.
+  // Its statistics' partials go to the reduction array only at one prompt (NSM > 0: <= 2 rows fit its 4 KB).
+  constexpr bool QC = LINQ;
   __shared__ __align__(16) float wss[QC ? MAXT * NT : 1];
   __shared__ __align__(16) bf16 bss[QC ? MAXT * NT : 8];
   const bool qc_copy = QC && gemv1_qkv_consts<NT, MAXT>(p, wss, bss, G, total);
@@ -952,7 +953,7 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
   // the input rows staged in shared memory where they take more than one round (3-8 rows, qkv: session 18, batch 4
   // -1.2% / -0.5%); not in the NSM kernels (one prompt: +9 registers and +0.8% / +1.6% TPOT when staged there)
   const size_t off =
-      gemv_stage_input<K, NW, LN, (NSM > 0 ? 1 : 2), NSM == 0, LINQ, QC>(
+      gemv_stage_input<K, NW, LN, (NSM > 0 ? 1 : 2), NSM == 0, LINQ, (LINQ && NSM > 0)>(
           p, smem, R, kbase, kbase + KS);
   gemv_phase(p, 2);
   const bool act_s = LN || p.act_smem;
