@@ -65,8 +65,9 @@ void CudaGptEngine::Impl::load(const GptWeightSource& src) {
   arena = dalloc<char>(arena_bytes);
   weights_bytes = arena_bytes;
   plan();
-  // the decode streams' weight sums (StreamW::qkv_ws / gu_ws), apart from the arena so that its layout stays as is
-  {
+  // the decode streams' weight sums (StreamW::qkv_ws / gu_ws; the LN by linearity only), apart from the arena so
+  // that its layout stays as is
+  if (ln_lin) {
     const size_t per = (size_t)3 * D + 2 * F;
     wsum_buf = dalloc<float>(per * (L + 1));
     for (int l = 0; l <= L; ++l) {

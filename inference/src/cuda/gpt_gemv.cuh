@@ -180,8 +180,8 @@ __device__ __forceinline__ float gemv_wsum_pre(const GemvParams& p, int n0) {
 // reduction was an L2 round trip between the MMAs and the output.
 // lst (the linear LN qkv, ln_linear; else null): the row statistics the prologue left in shared memory; its weight
 // sums from wsl (the tile's NT in shared memory) if given, else wpre (this thread's of the column of bpre, requested
-// with it: have_b), else p.wsum; its biases likewise from bsl (the tile's NT, those of columns below bias_from unused). The other LN epilogues (the
-// unfused gate/up, the lm_head) keep the classic prologue: their launches set no p.wsum.
+// with it: have_b), else p.wsum; its biases likewise from bsl (the tile's NT; those below bias_from unused). The
+// other LN epilogues (the unfused gate/up, the lm_head) keep the classic prologue: their launches set no p.wsum.
 // GEMV epilogues on the reduced tile outs[16][NT] (rows x outputs n0..n0+NT-1), run by the NW * 32 compute threads.
 template <int NTILE, int NW, int EPI>
 __device__ __forceinline__ void gemv_epilogue(const GemvParams& p, float* outs, int* flag, int n0, int tile,
@@ -545,22 +545,22 @@ __host__ __device__ constexpr bool gemv_ln_staged(int R, int G, int nthr) {
   return R * (K / 8) > G * nthr;
 }
 
-// A GEMV's input in shared memory (hi rows [R][K + 32], then lo rows), followed by a block barrier: the LN prologue
-// of the residual stream (LN GEMVs) or the staged non-LN input, columns [k0, k1) (p.act_smem), or nothing. Returns
-// the byte offset where the GEMV's other shared arrays start.
-// Where an LN GEMV's row statistics follow its input rows in shared memory (gemv_stage_input).
+// Bytes of a GEMV's R input rows in shared memory (hi rows [R][K + 32], then lo rows), rounded up to 16: where an LN
+// GEMV's row statistics follow them (gemv_stage_input); the host sizes its launches with it (GemvInput).
 template <int K>
-__device__ __forceinline__ size_t gemv_ln_stats_off(int R) {
+__host__ __device__ constexpr size_t gemv_act_bytes(int R) {
   return ((size_t)2 * R * (K + 32) * 2 + 15) & ~size_t(15);
 }
+// A GEMV's input in shared memory (gemv_act_bytes), followed by a block barrier: the LN prologue of the residual
+// stream (LN GEMVs) or the staged non-LN input, columns [k0, k1) (p.act_smem), or nothing. Returns the byte offset
+// where the GEMV's other shared arrays start.
 // SRAW (linear LN, R NSLOT float2 <= the red array that follows: the one-prompt qkv): gemv_ln_prologue's sraw in that
 // array, free until the reduction.
 template <int K, int NW, bool LN, int G, bool STAGE = false, bool LIN = false, bool SRAW = false>
 __device__ __forceinline__ size_t gemv_stage_input(const GemvParams& p, unsigned char* smem, int R, int k0, int k1) {
-  constexpr int AST = K + 32;
   size_t off = 0;
   if constexpr (LN) {
-    off = gemv_ln_stats_off<K>(R);
+    off = gemv_act_bytes<K>(R);
     float2* st = reinterpret_cast<float2*>(smem + off);
     off += 16 * sizeof(float2);
     // more rows than G items per thread cover in one round: the rows staged whole (gemv_ln_staged; host side:
@@ -574,7 +574,7 @@ __device__ __forceinline__ size_t gemv_stage_input(const GemvParams& p, unsigned
                                     SRAW ? reinterpret_cast<float2*>(smem + off) : nullptr);
     __syncthreads();
   } else if (p.act_smem) {
-    off = ((size_t)2 * R * AST * 2 + 15) & ~size_t(15);
+    off = gemv_act_bytes<K>(R);
     gemv_stage_act<K, NW * 32>(p, reinterpret_cast<bf16*>(smem), R, k0, k1);
     __syncthreads();
   }
@@ -711,7 +711,7 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
       gemv_stage_input<K, NW, LN, (M16 ? 4 : 2), false, EPI == EPI_QKV>(p, smem, R, k0, one_range ? k0 + KS : K);
   const bool act_s = LN || p.act_smem;
   const float2* lst = EPI == EPI_QKV && ln_linear(p)
-                          ? reinterpret_cast<const float2*>(smem + gemv_ln_stats_off<K>(R)) : nullptr;
+                          ? reinterpret_cast<const float2*>(smem + gemv_act_bytes<K>(R)) : nullptr;
   float* red = reinterpret_cast<float*>(smem + off);
   float* outs = red + NW * NTILE * 128;  // [16][NT]
   int* flag = reinterpret_cast<int*>(outs + 16 * NT);
@@ -824,7 +824,7 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
 
 // The linear qkv's per-item constants into shared memory, issued before griddepcontrol.wait (they are weights):
 // item j's NT weight sums (p.wsum, when set) at wss[j NT] and NT biases at bss[j NT] (items of the columns from
-// bias_from on; zeros before). 16-byte cp.async by the first threads; returns whether this thread issued any (it
+// bias_from on; the others' stay unwritten: the epilogue adds no bias there). 16-byte cp.async by the first threads; returns whether this thread issued any (it
 // waits for them before the MMAs).
 template <int NT, int MAXT>
 __device__ __forceinline__ bool gemv1_qkv_consts(const GemvParams& p, float* wss, bf16* bss, int G, int total) {
@@ -864,8 +864,8 @@ __device__ __forceinline__ bool gemv1_qkv_consts(const GemvParams& p, float* wss
 // run one after the other (MMAs of item j, its reduction, then item j + 1; the LN input sits in shared memory, so
 // re-reading its fragments per item is cheap) to keep one accumulator set live. Per item the same sums in the same order: bitwise equal.
 // LINQ (the qkv only; session 44): the instantiation for the LayerNorm by linearity (ln_linear, p.wsum set): the
-// linear prologue, and at one prompt (NSM > 0) the biases and weight sums through shared memory; without it the
-// kernel is the classic one (p.wsum ignored).
+// linear prologue, the biases and weight sums through shared memory (gemv1_qkv_consts); without it the kernel is the
+// classic one (p.wsum ignored).
 template <int K, int NTILE, int NW, int KSPLIT, int EPI, int MAXT, int NSM = 0, bool LINQ = false>
 __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
   constexpr int KS = K / KSPLIT;
@@ -924,7 +924,7 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
   static_assert(!LINQ || EPI == EPI_QKV, "the linear LN instantiation is the qkv's");
   // the items' bias elements (gemv_bias_pre), with the weights. Not in the 3-8 row qkv (three register items, NSM 0):
   // there it took 122 -> 125 registers and measured batch 4 +0.2% / +0.5% against the o-proj's alone (session 25);
-  // the linear one-prompt qkv copies them into shared memory with its weight sums (below)
+  // the linear qkv copies them into shared memory with its weight sums (below)
   constexpr bool HB = gemv_has_bias_pre<EPI> && (EPI != EPI_QKV || (NSM > 0 && !LINQ));
   const bool have_b = HB && p.R * NT <= NW * 32;
   float bpre[MAXT];
@@ -939,10 +939,9 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
   // registers they would cost the one-prompt kernel its co-resident attention blocks; loaded in the epilogue they
   // would be an L2 round trip after the reduction: gemv1_qkv_consts), waited for by their threads before the MMAs.
   // Its statistics' partials go to the reduction array only at one prompt (NSM > 0: <= 2 rows fit its 4 KB).
-  constexpr bool QC = LINQ;
-  __shared__ __align__(16) float wss[QC ? MAXT * NT : 1];
-  __shared__ __align__(16) bf16 bss[QC ? MAXT * NT : 8];
-  const bool qc_copy = QC && gemv1_qkv_consts<NT, MAXT>(p, wss, bss, G, total);
+  __shared__ __align__(16) float wss[LINQ ? MAXT * NT : 1];
+  __shared__ __align__(16) bf16 bss[LINQ ? MAXT * NT : 8];
+  const bool qc_copy = LINQ && gemv1_qkv_consts<NT, MAXT>(p, wss, bss, G, total);
   pdl_handoff(tls);
   gemv_phase(p, 1);
 
@@ -958,7 +957,7 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
   gemv_phase(p, 2);
   const bool act_s = LN || p.act_smem;
   const float2* lst = LINQ && ln_linear(p)
-                          ? reinterpret_cast<const float2*>(smem + gemv_ln_stats_off<K>(R)) : nullptr;
+                          ? reinterpret_cast<const float2*>(smem + gemv_act_bytes<K>(R)) : nullptr;
   if (qc_copy) cp_async_wait<0>();  // published by the reduction's barriers
   float* red = reinterpret_cast<float*>(smem + off);
   float* outs = red + NW * NTILE * 128;  // [MAXT][16][NT]
@@ -1083,8 +1082,8 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
     if (KSPLIT > 1 && !flag[j]) continue;
     const int tile = (blockIdx.x + j * G) / KSPLIT;
     gemv_epilogue<NTILE, NW, EPI>(p, outs + j * 16 * NT, flag + MAXT, tile * NT, tile, total, xpre[j], apre[j],
-                                     have_pre, bpre[j], have_b, lst, 0.f, QC ? wss + j * NT : nullptr,
-                                     QC ? bss + j * NT : nullptr);
+                                     have_pre, bpre[j], have_b, lst, 0.f, LINQ ? wss + j * NT : nullptr,
+                                     LINQ ? bss + j * NT : nullptr);
   }
   gemv_phase(p, 4);
   gemv_phase(p, GEMV_PH_SM);

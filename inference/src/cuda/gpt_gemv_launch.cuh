@@ -13,7 +13,7 @@ namespace cubeforge::cuda::detail {
 template <int K, bool LN>
 struct GemvInput {
   static constexpr size_t kActSmemMax = 100 * 1024;
-  static size_t act_bytes(int R) { return ((size_t)2 * R * (K + 32) * 2 + 15) & ~size_t(15); }
+  static size_t act_bytes(int R) { return gemv_act_bytes<K>(R); }
   static bool act_smem(int R) { return !LN && act_bytes(R) <= kActSmemMax; }
 };
 // Persistent GEMV (gemv_kernel): serves every row count (the 16-row batch-8 path always) and the shapes the one-round
