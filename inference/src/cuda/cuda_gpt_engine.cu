@@ -145,7 +145,6 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
   if (const char* ps = std::getenv("CUBEFORGE_GPT_PREFILL_SHARE")) m.prefill_share = std::string(ps) != "0";
   if (const char* ps = std::getenv("CUBEFORGE_GPT_PREFIX_SHARE")) m.prefix_share = std::string(ps) != "0";
   if (const char* et = std::getenv("CUBEFORGE_GPT_EARLY_TRIG")) m.early_trig = std::atoi(et) & 3;
-  if (const char* ll = std::getenv("CUBEFORGE_GPT_LN_LINEAR")) m.ln_lin = std::string(ll) != "0";
   if (const char* ob = std::getenv("CUBEFORGE_GPT_OPROJ_BLOCKS")) m.oproj_blocks = std::max(0, std::atoi(ob));
   if (const char* qb = std::getenv("CUBEFORGE_GPT_QKV_BLOCKS")) m.qkv_blocks = std::max(0, std::atoi(qb));
   if (const char* qb = std::getenv("CUBEFORGE_GPT_QKV_BLOCKS_WIDE")) m.qkv_blocks_wide = std::max(0, std::atoi(qb));

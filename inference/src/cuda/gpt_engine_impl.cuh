@@ -45,9 +45,6 @@ struct StreamW {
   bf16 *qkv = nullptr, *vb = nullptr, *o = nullptr, *ob = nullptr, *gu = nullptr, *gub = nullptr, *dn = nullptr,
        *dnb = nullptr;
   float *qn = nullptr, *kn = nullptr;
-  // the sums of the bf16 weights per output of the LN GEMVs (qkv [3D], gate/up [2F] interleaved like gu): the decode
-  // streams' only (x, single), in wsum_buf; set with ln_lin only
-  float *qkv_ws = nullptr, *gu_ws = nullptr;
 };
 
 struct LayerW {
@@ -100,11 +97,6 @@ struct CudaGptEngine::Impl {
   int split_dec = 1, split_pre = 1;  // activation operands as bf16 hi + lo (decode GEMVs / prefill GEMMs)
   bool diag_no_attn = false, diag_l2w = false;  // timing-only diagnostics (bits 18, 19): wrong outputs
   bool diag_nostats = false;  // timing-only diagnostic (bit 22): the LN prologues skip the row statistics
-  // Session 44: the qkv and the fused MLP take their LayerNorm by linearity (gpt_gemv.cuh ln_linear: the raw rows
-  // into the MMAs, the statistics applied in the epilogue with the weight sums), so no thread waits for the
-  // statistics before its MMAs; CUBEFORGE_GPT_LN_LINEAR=0/1 (the lm_head and the unfused gate/up stay classic)
-  bool ln_lin = false;
-  float* wsum_buf = nullptr;  // StreamW::qkv_ws / gu_ws of every decode stream (allocated with ln_lin only)
   // Diagnostic (bit 23, session 21's determinism bug): before each generate, what the decode writes before it reads
   // (the KV slots past the conditioning, the single block's cache, the qkv and attention outputs) is filled with NaN
   // bytes, so a read of a value left by an earlier run turns the logits to NaN instead of going unseen.

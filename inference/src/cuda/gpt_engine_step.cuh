@@ -35,20 +35,15 @@ void CudaGptEngine::Impl::block_step(const StreamW& w, bf16* k_l, bf16* v_l, int
     q.N = 3 * D;
     q.bias = w.vb;
     q.bias_from = 2 * D;
-    q.wsum = ln_lin ? w.qkv_ws : nullptr;
     q.out_f = qkv;
     q.ld_out = QKV_LD;
     diag_slots(q, single_now ? "s.qkv" : "qkv");
     if (qkv_ph && diag_tl && !single_now && cur_layer == L / 2 + 1 && !step0_now && R <= qkv_sm_rows &&
         Gemv1QkvSm::grid_for(3 * D, nsm) <= qkv_ph_blocks)
       q.ph = qkv_ph;
-    // the linear one-prompt kernel stages the statistics' partials in its 4 KB reduction array: <= 2 rows
-    const bool sm_item = R <= qkv_sm_rows && (!ln_lin || R <= 2);
-    const bool ran = ln_lin ? (sm_item ? Gemv1QkvSmLin::run(q, stream, pdl, nsm, qkv_blocks)
-                                       : Gemv1QkvLin::run(q, stream, pdl, nsm, qkv_blocks_wide))
-                            : (sm_item ? Gemv1QkvSm::run(q, stream, pdl, nsm, qkv_blocks)
-                                       : Gemv1Qkv::run(q, stream, pdl, nsm, qkv_blocks_wide));
-    if (!ran) GemvQkv::run(q, stream, pdl, nsm);
+    if (!(R <= qkv_sm_rows ? Gemv1QkvSm::run(q, stream, pdl, nsm, qkv_blocks)
+                           : Gemv1Qkv::run(q, stream, pdl, nsm, qkv_blocks_wide)))
+      GemvQkv::run(q, stream, pdl, nsm);
     AttnParams a = {};
     a.qkv = qkv;
     a.qnorm = w.qn;
@@ -89,7 +84,6 @@ void CudaGptEngine::Impl::block_step(const StreamW& w, bf16* k_l, bf16* v_l, int
     MlpParams m = {};
     m.g = base_params();
     m.g.add2 = add2;
-    m.g.wsum = ln_lin ? w.gu_ws : nullptr;
     diag_slots(m.g, single_now ? "s.mlp" : "mlp");
     m.Wgu = w.gu;
     m.bgu = w.gub;

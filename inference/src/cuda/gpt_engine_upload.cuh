@@ -65,18 +65,6 @@ void CudaGptEngine::Impl::load(const GptWeightSource& src) {
   arena = dalloc<char>(arena_bytes);
   weights_bytes = arena_bytes;
   plan();
-  // the decode streams' weight sums (StreamW::qkv_ws / gu_ws; the LN by linearity only), apart from the arena so
-  // that its layout stays as is
-  if (ln_lin) {
-    const size_t per = (size_t)3 * D + 2 * F;
-    wsum_buf = dalloc<float>(per * (L + 1));
-    for (int l = 0; l <= L; ++l) {
-      StreamW& w = l < L ? layers[l].x : single;
-      w.qkv_ws = wsum_buf + per * l;
-      w.gu_ws = w.qkv_ws + 3 * D;
-    }
-    weights_bytes += per * (L + 1) * 4;
-  }
 
   float* staging = nullptr;
   CF_CUDA(cudaMalloc(&staging, (size_t)V * D * 4));
@@ -98,9 +86,7 @@ void CudaGptEngine::Impl::load(const GptWeightSource& src) {
   // Decode-only matrices (x stream, single block, lm_head) take the blocked GEMV layout (gemv_w_off; variant bit 3:
   // row-major); the cond-stream matrices stay row-major for cuBLAS.
   int blocked_now = 0;
-  // ws (the decode streams' LN GEMVs): the sums of the matrix's bf16 rows land there too (row_sums_kernel)
-  auto up = [&](bf16* dst, const std::string& name, std::vector<int64_t> shape, int mode = 0, long rows_used = -1,
-                float* ws = nullptr) {
+  auto up = [&](bf16* dst, const std::string& name, std::vector<int64_t> shape, int mode = 0, long rows_used = -1) {
     std::vector<float> v = fetch(name, shape);
     const long rows = rows_used >= 0 ? rows_used : (long)shape[0];
     const long cols = shape.size() > 1 ? (long)shape[1] : 1;
@@ -112,10 +98,6 @@ void CudaGptEngine::Impl::load(const GptWeightSource& src) {
     else
       convert_kernel<<<1024, 256, 0, stream>>>(staging, dst, rows, cols, mode, blocked_now);
     CF_CUDA(cudaGetLastError());
-    if (ws) {
-      row_sums_kernel<<<(unsigned)((rows + 7) / 8), 256, 0, stream>>>(staging, rows, cols, mode, ws);
-      CF_CUDA(cudaGetLastError());
-    }
     CF_CUDA(cudaStreamSynchronize(stream));
   };
   auto bias = [&](bf16* dst, const std::string& name, int64_t n, int mode = 0) {
@@ -133,16 +115,15 @@ void CudaGptEngine::Impl::load(const GptWeightSource& src) {
   // One stream (x, c or single) under the caller's blocked_now: attention pre-projections, c_proj, MLP.
   auto upload_stream = [&](const StreamW& w, const std::string& pre, const std::string& proj,
                            const std::string& mlp) {
-    up(w.qkv, pre + "c_qk.weight", {2 * D, D}, 0, -1, w.qkv_ws);
-    // blocked: 8-row groups, so the offset still holds
-    up(w.qkv + (size_t)2 * D * D, pre + "c_v.weight", {D, D}, 0, -1, w.qkv_ws ? w.qkv_ws + 2 * D : nullptr);
+    up(w.qkv, pre + "c_qk.weight", {2 * D, D});
+    up(w.qkv + (size_t)2 * D * D, pre + "c_v.weight", {D, D});  // blocked: 8-row groups, so the offset still holds
     bias(w.vb, pre + "c_v.bias", D);
     f32(w.qn, pre + "q_norm.weight", {HD});
     f32(w.kn, pre + "k_norm.weight", {HD});
     up(w.o, proj + "weight", {D, D});
     bias(w.ob, proj + "bias", D);
-    up(w.gu, mlp + "gate_proj.weight", {F, D}, 1, -1, w.gu_ws);
-    up(w.gu, mlp + "up_proj.weight", {F, D}, 2, -1, w.gu_ws);
+    up(w.gu, mlp + "gate_proj.weight", {F, D}, 1);
+    up(w.gu, mlp + "up_proj.weight", {F, D}, 2);
     bias(w.gub, mlp + "gate_proj.bias", F, 1);
     bias(w.gub, mlp + "up_proj.bias", F, 2);
     const int keep = blocked_now;
@@ -268,8 +249,6 @@ void CudaGptEngine::Impl::alloc_buffers() {
   GemvLm::prepare();
   Gemv1Qkv::prepare();
   Gemv1QkvSm::prepare();
-  Gemv1QkvLin::prepare();
-  Gemv1QkvSmLin::prepare();
   Gemv1Down::prepare();
   Gemv1GateUp::prepare();
 }

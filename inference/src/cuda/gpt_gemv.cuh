@@ -2,8 +2,6 @@
 // epilogues (qkv, residual add + LN stats, SwiGLU, lm_head with guidance + argmax tail), the persistent kernel
 // (gemv_kernel) and the one-round kernel (gemv1_kernel). docs/cuda-gpt.md ("Design", "GEMV") explains the choices.
 #pragma once
-#include <type_traits>
-
 #include "gpt_device.cuh"
 
 namespace cubeforge::cuda::detail {
@@ -18,7 +16,6 @@ struct GemvParams {
   int split;           // 1: activation = hi + lo (two bf16 parts, ~16 mantissa bits); 0: hi only (bf16 operand)
   const float* X;      // LN input [R][D] fp32
   const float* stats;  // LN input partial stats [R][NSLOT] (sum, sumsq) over 8 columns each
-  const float* wsum;   // LN GEMVs by linearity (ln_linear; session 44): per output, the sum of its bf16 weights
   float eps;
   const bf16* bias;    // bias per output column (EPI_QKV: for columns >= bias_from)
   int bias_from;
@@ -159,36 +156,16 @@ __device__ __forceinline__ float gemv_bias_pre(const GemvParams& p, int n0) {
   if constexpr (EPI == EPI_QKV) return col >= p.bias_from ? bf(p.bias[col - p.bias_from]) : 0.f;
   return bf(p.bias[col]);
 }
-// Whether a GEMV's LN input goes in by linearity (session 44): W LN(x) = rstd (W x - mean sum_k W[n][k]), so the
-// prologue stages the raw rows and the epilogue applies the statistics (ln_linear_out). p.wsum holds the sums of
-// the bf16 weights per output; without statistics (the bit-22 diagnostic) the classic prologue runs.
-__device__ __forceinline__ bool ln_linear(const GemvParams& p) { return p.wsum != nullptr && p.stats != nullptr; }
-// An output of a linear LN GEMV: the raw product acc of row statistics m (mean, rstd) and weight sum ws.
-__device__ __forceinline__ float ln_linear_out(float acc, float2 m, float ws) { return __fmaf_rn(-m.x, ws, acc) * m.y; }
-
-// The weight sum (p.wsum, linear LN GEMVs) of the same column as gemv_bias_pre's, requested with it.
-template <int NT>
-__device__ __forceinline__ float gemv_wsum_pre(const GemvParams& p, int n0) {
-  const int col = n0 + (int)threadIdx.x % NT;
-  if (!p.wsum || (int)threadIdx.x >= p.R * NT || col >= p.N) return 0.f;
-  return __ldg(p.wsum + col);
-}
 // have_pre: EPI_RESID's residual (and add2) element of this thread (e = threadIdx.x, R * NT <= threads) was read
 // before the MMA loop into xpre / apre (same values; one L2 round trip less after the reduction).
 // have_b (EPI_QKV, EPI_RESID; session 25): this thread's bias element (of column n0 + threadIdx.x % NT; 0 where the
 // column has none) was read before griddepcontrol.wait into bpre: biases are weights, and the load after the
 // reduction was an L2 round trip between the MMAs and the output.
-// lst (the linear LN qkv, ln_linear; else null): the row statistics the prologue left in shared memory; its weight
-// sums from wsl (the tile's NT in shared memory) if given, else wpre (this thread's of the column of bpre, requested
-// with it: have_b), else p.wsum; its biases likewise from bsl (the tile's NT; those below bias_from unused). The
-// other LN epilogues (the unfused gate/up, the lm_head) keep the classic prologue: their launches set no p.wsum.
 // GEMV epilogues on the reduced tile outs[16][NT] (rows x outputs n0..n0+NT-1), run by the NW * 32 compute threads.
 template <int NTILE, int NW, int EPI>
 __device__ __forceinline__ void gemv_epilogue(const GemvParams& p, float* outs, int* flag, int n0, int tile,
                                               int total, float xpre = 0.f, float apre = 0.f, bool have_pre = false,
-                                              float bpre = 0.f, bool have_b = false, const float2* lst = nullptr,
-                                              float wpre = 0.f, const float* wsl = nullptr,
-                                              const bf16* bsl = nullptr) {
+                                              float bpre = 0.f, bool have_b = false) {
   constexpr int NT = 8 * NTILE;
   const int R = p.R;
   unsigned hh = 0;  // output hash (diagnostics, CF_DIAG_HASH)
@@ -198,8 +175,7 @@ __device__ __forceinline__ void gemv_epilogue(const GemvParams& p, float* outs, 
       const int r = e / NT, c = e % NT, col = n0 + c;
       if (col >= p.N) continue;
       float v = outs[r * NT + c];
-      if (lst) v = ln_linear_out(v, lst[r], wsl ? wsl[c] : have_b ? wpre : __ldg(p.wsum + col));
-      if (col >= p.bias_from) v += bsl ? bf(bsl[c]) : have_b ? bpre : bf(p.bias[col - p.bias_from]);
+      if (col >= p.bias_from) v += have_b ? bpre : bf(p.bias[col - p.bias_from]);
       p.out_f[(size_t)r * p.ld_out + col] = v;
       hash_addf(hh, v, r * p.ld_out + col);
     }
@@ -275,57 +251,16 @@ __device__ __forceinline__ void gemv_epilogue(const GemvParams& p, float* outs, 
   }
 }
 
-// A row's LayerNorm statistics from the producer's NSLOT per-8-column partials (sum, sum of squares): the lane's
-// slots lane + 32 i requested (ln_stats_load), then summed in slot order in fp64 and across the warp; lane 0 writes
-// (mean, rstd) to st[r] (ln_stats_finish). Every LN site computes them with this code, so the classic prologue and
-// the linear one (below) hold the same statistics bit for bit.
-constexpr int LN_SPL = NSLOT / 32;
-static_assert(NSLOT % 32 == 0, "slots per lane");
-__device__ __forceinline__ void ln_stats_load(const GemvParams& p, int r, int lane, float2 (&v)[LN_SPL]) {
-#pragma unroll
-  for (int i = 0; i < LN_SPL; ++i) v[i] = __ldcg(reinterpret_cast<const float2*>(p.stats) + r * NSLOT + lane + 32 * i);
-}
-__device__ __forceinline__ void ln_stats_finish(const GemvParams& p, const float2 (&v)[LN_SPL], int r, int lane,
-                                                float2* st) {
-  double s = 0.0, q = 0.0;
-#pragma unroll
-  for (int i = 0; i < LN_SPL; ++i) {
-    s += v[i].x;
-    q += v[i].y;
-  }
-  s = warp_sum_d(s);
-  q = warp_sum_d(q);
-  if (lane == 0) {
-    // session 31: products with 1/D and rsqrt (1 ulp in fp64) instead of fp64 divisions and a square root, the
-    // slowest part of this chain on the qkv's path; rounded to float they equal the divisions' results unless the
-    // fp64 value falls within that error of a float rounding boundary (cuda-check's digests were unchanged)
-    constexpr double inv_d = 1.0 / D;
-    const double mean = s * inv_d;
-    double var = q * inv_d - mean * mean;
-    if (var < 0.0) var = 0.0;
-    st[r] = make_float2((float)mean, (float)rsqrt(var + (double)p.eps));
-  }
-}
-
-// LN prologue of a GEMV: the rows of X as bf16 hi rows [R][AST] followed by lo rows [R][AST] in shared memory (act)
-// and their statistics in st (fp32 mean, rstd).
-// Classic: the rows normalised with the statistics, which every thread waits for (a block barrier after them).
+// LN prologue of a GEMV: per-row mean / rstd from the producer's per-8-column partial sums (fp64), then the
+// normalised rows of X as bf16 hi rows [R][AST] followed by lo rows [R][AST] in shared memory (act).
 // Session 6: every thread requests its first G items of X (8 columns each) before the row statistics and the
 // rest G at a time, so the stats and X round trips to L2 overlap and the X loads are batched.
-// Linear (ln_linear, session 44): the raw rows; row r's statistics are summed by warp NW - 1 - r (the last warps hold
-// the fewest items of X; rows beyond NW by the same warps in turn) after that warp's share of X is stored, so the
-// other warps' loads and stores of X overlap the statistics' chain; the caller's barrier publishes both.
-// LIN: whether the caller's epilogue applies the statistics (the qkv, the fused MLP); without it the prologue is the
-// classic one whatever p.wsum holds (no registers spent on the linear path). sraw (linear only; R NSLOT float2 of
-// free shared memory, else null): the statistics' partials are copied there by cp.async instead of loaded into
-// registers (the one-prompt qkv: its weight registers leave no room for them).
-template <int K, int NW, int G, bool LIN = false, bool SRAW = false>
+template <int K, int NW, int G>
 __device__ __forceinline__ void gemv_ln_prologue(const GemvParams& p, bf16* act, float2* st, int R,
-                                                 float* xs = nullptr, float2* sraw = nullptr) {
+                                                 float* xs = nullptr) {
   constexpr int AST = K + 32, NTHR = NW * 32, K8 = K / 8;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int n = R * K8;
-  const bool lin = LIN && ln_linear(p);
   // xs (session 18): the rows are copied whole into shared memory by cp.async first (no registers held, all of them
   // in flight at once), so the prologue is one L2 round trip where G items per thread would need several rounds.
   if (xs) {
@@ -348,15 +283,11 @@ __device__ __forceinline__ void gemv_ln_prologue(const GemvParams& p, bf16* act,
       }
     }
   };
-  // norm: std::true_type (classic: normalised with st) or std::false_type (linear: the raw values)
-  auto put = [&](int v, const float4& a, const float4& b, auto norm) {
+  auto put = [&](int v, const float4& a, const float4& b) {
     const int r = v / K8, k8 = (v % K8) * 8;
-    float y[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-    if constexpr (decltype(norm)::value) {
-      const float2 m = st[r];
-#pragma unroll
-      for (int c = 0; c < 8; ++c) y[c] = (y[c] - m.x) * m.y;
-    }
+    const float2 m = st[r];
+    const float y[8] = {(a.x - m.x) * m.y, (a.y - m.x) * m.y, (a.z - m.x) * m.y, (a.w - m.x) * m.y,
+                        (b.x - m.x) * m.y, (b.y - m.x) * m.y, (b.z - m.x) * m.y, (b.w - m.x) * m.y};
     uint4 o, ol;
     o.x = pack_bf2(y[0], y[1]);
     o.y = pack_bf2(y[2], y[3]);
@@ -369,56 +300,7 @@ __device__ __forceinline__ void gemv_ln_prologue(const GemvParams& p, bf16* act,
     *reinterpret_cast<uint4*>(act + (size_t)r * AST + k8) = o;
     *reinterpret_cast<uint4*>(act + (size_t)(R + r) * AST + k8) = ol;
   };
-  // every item of X into act: the staged rows once they land, else G items per thread per round (the first round
-  // requested above); classic (norm): a block barrier first, which publishes the statistics
-  auto put_rows = [&](auto norm) {
-    if (xs) {
-      cp_async_wait<0>();
-      __syncthreads();
-      for (int i = threadIdx.x; i < n; i += NTHR) {
-        const float* src = xs + (size_t)(i / K8) * K + (i % K8) * 8;
-        put(i, *reinterpret_cast<const float4*>(src), *reinterpret_cast<const float4*>(src + 4), norm);
-      }
-      return;
-    }
-    if constexpr (decltype(norm)::value) __syncthreads();
-    for (int base = threadIdx.x; base < n; base += G * NTHR) {
-      if (base != (int)threadIdx.x) issue(base);
-#pragma unroll
-      for (int i = 0; i < G; ++i)
-        if (base + i * NTHR < n) put(base + i * NTHR, xa[i], xb[i], norm);
-    }
-  };
   if (!xs) issue(threadIdx.x);
-  if (lin) {
-    const int r0 = NW - 1 - warp;  // this warp's first row
-    float2 v[LN_SPL];
-    if (r0 < R) {
-      if constexpr (SRAW) {  // the row's NSLOT float2 as 16-byte copies, 3 per lane (R <= NW: one row per warp)
-        for (int c = lane; c < NSLOT / 2; c += 32)
-          cp_async16(sraw + r0 * NSLOT + 2 * c, reinterpret_cast<const float2*>(p.stats) + r0 * NSLOT + 2 * c);
-        cp_async_commit();
-      } else {
-        ln_stats_load(p, r0, lane, v);
-      }
-    }
-    put_rows(std::false_type{});
-    if constexpr (SRAW) {
-      if (r0 < R) {
-        cp_async_wait<0>();
-        __syncwarp();
-#pragma unroll
-        for (int i = 0; i < LN_SPL; ++i) v[i] = sraw[r0 * NSLOT + lane + 32 * i];
-        ln_stats_finish(p, v, r0, lane, st);
-      }
-    } else {
-      for (int r = r0; r < R; r += NW) {  // more rows than warps: the next row's loads after this one's sums
-        if (r != r0) ln_stats_load(p, r, lane, v);
-        ln_stats_finish(p, v, r, lane, st);
-      }
-    }
-    return;
-  }
   for (int r = warp; r < R; r += NW) {
     if (!p.stats) {  // DIAGNOSTIC (timing only, wrong outputs): no row statistics
       if (lane == 0) st[r] = make_float2(0.f, 1.f);
@@ -426,11 +308,46 @@ __device__ __forceinline__ void gemv_ln_prologue(const GemvParams& p, bf16* act,
     }
     // Session 20: the lane's 6 slots are requested together, then summed in slot order (the former runtime loop
     // waited for its first two loads before it issued the other four: two L2 round trips instead of one)
-    float2 v[LN_SPL];
-    ln_stats_load(p, r, lane, v);
-    ln_stats_finish(p, v, r, lane, st);
+    constexpr int SPL = NSLOT / 32;
+    static_assert(NSLOT % 32 == 0, "slots per lane");
+    float2 v[SPL];
+#pragma unroll
+    for (int i = 0; i < SPL; ++i) v[i] = __ldcg(reinterpret_cast<const float2*>(p.stats) + r * NSLOT + lane + 32 * i);
+    double s = 0.0, q = 0.0;
+#pragma unroll
+    for (int i = 0; i < SPL; ++i) {
+      s += v[i].x;
+      q += v[i].y;
+    }
+    s = warp_sum_d(s);
+    q = warp_sum_d(q);
+    if (lane == 0) {
+      // session 31: products with 1/D and rsqrt (1 ulp in fp64) instead of fp64 divisions and a square root, the
+      // slowest part of this chain on the qkv's path; rounded to float they equal the divisions' results unless the
+      // fp64 value falls within that error of a float rounding boundary (cuda-check's digests were unchanged)
+      constexpr double inv_d = 1.0 / D;
+      const double mean = s * inv_d;
+      double var = q * inv_d - mean * mean;
+      if (var < 0.0) var = 0.0;
+      st[r] = make_float2((float)mean, (float)rsqrt(var + (double)p.eps));
+    }
   }
-  put_rows(std::true_type{});
+  if (xs) {
+    cp_async_wait<0>();
+    __syncthreads();
+    for (int v = threadIdx.x; v < n; v += NTHR) {
+      const float* src = xs + (size_t)(v / K8) * K + (v % K8) * 8;
+      put(v, *reinterpret_cast<const float4*>(src), *reinterpret_cast<const float4*>(src + 4));
+    }
+    return;
+  }
+  __syncthreads();
+  for (int base = threadIdx.x; base < n; base += G * NTHR) {
+    if (base != (int)threadIdx.x) issue(base);
+#pragma unroll
+    for (int i = 0; i < G; ++i)
+      if (base + i * NTHR < n) put(base + i * NTHR, xa[i], xb[i]);
+  }
 }
 
 // End of a GEMV tile: hi + lo partial sums combined, then the cross-warp reduction (fixed order: deterministic)
@@ -545,22 +462,15 @@ __host__ __device__ constexpr bool gemv_ln_staged(int R, int G, int nthr) {
   return R * (K / 8) > G * nthr;
 }
 
-// Bytes of a GEMV's R input rows in shared memory (hi rows [R][K + 32], then lo rows), rounded up to 16: where an LN
-// GEMV's row statistics follow them (gemv_stage_input); the host sizes its launches with it (GemvInput).
-template <int K>
-__host__ __device__ constexpr size_t gemv_act_bytes(int R) {
-  return ((size_t)2 * R * (K + 32) * 2 + 15) & ~size_t(15);
-}
-// A GEMV's input in shared memory (gemv_act_bytes), followed by a block barrier: the LN prologue of the residual
-// stream (LN GEMVs) or the staged non-LN input, columns [k0, k1) (p.act_smem), or nothing. Returns the byte offset
-// where the GEMV's other shared arrays start.
-// SRAW (linear LN, R NSLOT float2 <= the red array that follows: the one-prompt qkv): gemv_ln_prologue's sraw in that
-// array, free until the reduction.
-template <int K, int NW, bool LN, int G, bool STAGE = false, bool LIN = false, bool SRAW = false>
+// A GEMV's input in shared memory (hi rows [R][K + 32], then lo rows), followed by a block barrier: the LN prologue
+// of the residual stream (LN GEMVs) or the staged non-LN input, columns [k0, k1) (p.act_smem), or nothing. Returns
+// the byte offset where the GEMV's other shared arrays start.
+template <int K, int NW, bool LN, int G, bool STAGE = false>
 __device__ __forceinline__ size_t gemv_stage_input(const GemvParams& p, unsigned char* smem, int R, int k0, int k1) {
+  constexpr int AST = K + 32;
   size_t off = 0;
   if constexpr (LN) {
-    off = gemv_act_bytes<K>(R);
+    off = ((size_t)2 * R * AST * 2 + 15) & ~size_t(15);
     float2* st = reinterpret_cast<float2*>(smem + off);
     off += 16 * sizeof(float2);
     // more rows than G items per thread cover in one round: the rows staged whole (gemv_ln_staged; host side:
@@ -570,11 +480,10 @@ __device__ __forceinline__ size_t gemv_stage_input(const GemvParams& p, unsigned
       xs = reinterpret_cast<float*>(smem + off);
       off += (size_t)R * K * 4;
     }
-    gemv_ln_prologue<K, NW, G, LIN, SRAW>(p, reinterpret_cast<bf16*>(smem), st, R, xs,
-                                    SRAW ? reinterpret_cast<float2*>(smem + off) : nullptr);
+    gemv_ln_prologue<K, NW, G>(p, reinterpret_cast<bf16*>(smem), st, R, xs);
     __syncthreads();
   } else if (p.act_smem) {
-    off = gemv_act_bytes<K>(R);
+    off = ((size_t)2 * R * AST * 2 + 15) & ~size_t(15);
     gemv_stage_act<K, NW * 32>(p, reinterpret_cast<bf16*>(smem), R, k0, k1);
     __syncthreads();
   }
@@ -692,12 +601,9 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
       gemv_load_w<K, NTILE, NW, KSPLIT>(wb, p.W, p.N, t + gridDim.x, warp, g, t4, pol, p.blocked, p.wmask);
   constexpr bool HB = gemv_has_bias_pre<EPI>;
   const bool have_b = HB && p.R * NT <= NW * 32;
-  float bpre0 = 0.f, wpre0 = 0.f;  // the first tile's bias element (gemv_bias_pre) and weight sum, with the weights
+  float bpre0 = 0.f;  // the first tile's bias element (gemv_bias_pre), with the weights
   if constexpr (HB)
-    if (have_b) {
-      bpre0 = gemv_bias_pre<NT, EPI>(p, (t / KSPLIT) * NT);
-      if constexpr (EPI == EPI_QKV) wpre0 = gemv_wsum_pre<NT>(p, (t / KSPLIT) * NT);
-    }
+    if (have_b) bpre0 = gemv_bias_pre<NT, EPI>(p, (t / KSPLIT) * NT);
   pdl_handoff(tls);
 
   extern __shared__ __align__(16) unsigned char smem[];
@@ -707,11 +613,8 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
   // a multiple of KSPLIT, true for the persistent grids).
   const bool one_range = KSPLIT == 1 || gridDim.x % KSPLIT == 0;
   const int k0 = one_range ? (int)(blockIdx.x % KSPLIT) * KS : 0;
-  const size_t off =
-      gemv_stage_input<K, NW, LN, (M16 ? 4 : 2), false, EPI == EPI_QKV>(p, smem, R, k0, one_range ? k0 + KS : K);
+  const size_t off = gemv_stage_input<K, NW, LN, (M16 ? 4 : 2)>(p, smem, R, k0, one_range ? k0 + KS : K);
   const bool act_s = LN || p.act_smem;
-  const float2* lst = EPI == EPI_QKV && ln_linear(p)
-                          ? reinterpret_cast<const float2*>(smem + gemv_act_bytes<K>(R)) : nullptr;
   float* red = reinterpret_cast<float*>(smem + off);
   float* outs = red + NW * NTILE * 128;  // [16][NT]
   int* flag = reinterpret_cast<int*>(outs + 16 * NT);
@@ -731,12 +634,9 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
     // EPI_RESID: this thread's residual element requested now, consumed in the epilogue (session 6).
     float xpre = 0.f, apre = 0.f;
     bool have_pre = false;
-    float bpre = 0.f, wpre = 0.f;  // later tiles' bias elements and weight sums: requested here, before the MMAs
+    float bpre = 0.f;  // later tiles' bias elements: requested here, before the MMAs
     if constexpr (HB)
-      if (have_b) {
-        bpre = tile_id == (int)blockIdx.x ? bpre0 : gemv_bias_pre<NT, EPI>(p, n0);
-        if constexpr (EPI == EPI_QKV) wpre = tile_id == (int)blockIdx.x ? wpre0 : gemv_wsum_pre<NT>(p, n0);
-      }
+      if (have_b) bpre = tile_id == (int)blockIdx.x ? bpre0 : gemv_bias_pre<NT, EPI>(p, n0);
     if constexpr (EPI == EPI_RESID) {
       have_pre = R * NT <= NW * 32;
       if (have_pre && (int)threadIdx.x < R * NT) {
@@ -787,7 +687,7 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
       __syncthreads();
     }
 
-    gemv_epilogue<NTILE, NW, EPI>(p, outs, flag, n0, tile, total, xpre, apre, have_pre, bpre, have_b, lst, wpre);
+    gemv_epilogue<NTILE, NW, EPI>(p, outs, flag, n0, tile, total, xpre, apre, have_pre, bpre, have_b);
   };
 
   // Two register sets, alternating: the next tile's weights are in flight while this one is reduced.
@@ -822,33 +722,6 @@ __global__ void __launch_bounds__(NW * 32, MINB) gemv_kernel(const GemvParams p)
   }
 }
 
-// The linear qkv's per-item constants into shared memory, issued before griddepcontrol.wait (they are weights):
-// item j's NT weight sums (p.wsum, when set) at wss[j NT] and NT biases at bss[j NT] (items of the columns from
-// bias_from on; the others' stay unwritten: the epilogue adds no bias there). 16-byte cp.async by the first threads; returns whether this thread issued any (it
-// waits for them before the MMAs).
-template <int NT, int MAXT>
-__device__ __forceinline__ bool gemv1_qkv_consts(const GemvParams& p, float* wss, bf16* bss, int G, int total) {
-  static_assert(NT % 8 == 0, "16-byte copies");
-  constexpr int WC = NT / 4, BC = NT / 8;  // copies per item
-  const int t = threadIdx.x;
-  if (t >= MAXT * (WC + BC)) return false;
-  const bool w = t < MAXT * WC;
-  const int j = w ? t / WC : (t - MAXT * WC) / BC, q = w ? t % WC : (t - MAXT * WC) % BC;
-  const int it = blockIdx.x + j * G;
-  if (it >= total) return false;
-  const int n0 = it * NT;  // KSPLIT 1 (LN GEMV)
-  if (w) {
-    if (!p.wsum) return false;
-    cp_async16(wss + j * NT + 4 * q, p.wsum + n0 + 4 * q);
-  } else if (n0 >= p.bias_from) {
-    cp_async16(bss + j * NT + 8 * q, p.bias + (n0 - p.bias_from) + 8 * q);
-  } else {
-    return false;
-  }
-  cp_async_commit();
-  return true;
-}
-
 // ---- one-round GEMV (session 7): every weight byte of the kernel requested before griddepcontrol.wait ----------
 // For R <= 8 rows and at most MAXT work items per block (the host checks total <= gridDim.x * MAXT and
 // gridDim.x % KSPLIT == 0, so all of a block's items share one K range). A block owns items blockIdx.x + j G
@@ -863,10 +736,7 @@ __device__ __forceinline__ bool gemv1_qkv_consts(const GemvParams& p, float* wss
 // register loads, completing on an mbarrier; session 8 had 16-byte cp.async per thread after them). The items then
 // run one after the other (MMAs of item j, its reduction, then item j + 1; the LN input sits in shared memory, so
 // re-reading its fragments per item is cheap) to keep one accumulator set live. Per item the same sums in the same order: bitwise equal.
-// LINQ (the qkv only; session 44): the instantiation for the LayerNorm by linearity (ln_linear, p.wsum set): the
-// linear prologue, the biases and weight sums through shared memory (gemv1_qkv_consts); without it the kernel is the
-// classic one (p.wsum ignored).
-template <int K, int NTILE, int NW, int KSPLIT, int EPI, int MAXT, int NSM = 0, bool LINQ = false>
+template <int K, int NTILE, int NW, int KSPLIT, int EPI, int MAXT, int NSM = 0>
 __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
   constexpr int KS = K / KSPLIT;
   constexpr int CPW = KS / (32 * NW);
@@ -921,11 +791,9 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
   for (int j = 0; j < NR; ++j)
     if ((int)blockIdx.x + j * G < total)
       gemv_load_w<K, NTILE, NW, KSPLIT>(w[j], p.W, p.N, blockIdx.x + j * G, warp, g, t4, pol, p.blocked, p.wmask);
-  static_assert(!LINQ || EPI == EPI_QKV, "the linear LN instantiation is the qkv's");
   // the items' bias elements (gemv_bias_pre), with the weights. Not in the 3-8 row qkv (three register items, NSM 0):
-  // there it took 122 -> 125 registers and measured batch 4 +0.2% / +0.5% against the o-proj's alone (session 25);
-  // the linear qkv copies them into shared memory with its weight sums (below)
-  constexpr bool HB = gemv_has_bias_pre<EPI> && (EPI != EPI_QKV || (NSM > 0 && !LINQ));
+  // there it took 122 -> 125 registers and measured batch 4 +0.2% / +0.5% against the o-proj's alone (session 25)
+  constexpr bool HB = gemv_has_bias_pre<EPI> && (EPI != EPI_QKV || NSM > 0);
   const bool have_b = HB && p.R * NT <= NW * 32;
   float bpre[MAXT];
 #pragma unroll
@@ -935,13 +803,6 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
       if (have_b && (int)blockIdx.x + j * G < total)
         bpre[j] = gemv_bias_pre<NT, EPI>(p, ((blockIdx.x + j * G) / KSPLIT) * NT);
   }
-  // The linear qkv (LINQ): the items' weight sums and biases, also weights, copied into shared memory now (in
-  // registers they would cost the one-prompt kernel its co-resident attention blocks; loaded in the epilogue they
-  // would be an L2 round trip after the reduction: gemv1_qkv_consts), waited for by their threads before the MMAs.
-  // Its statistics' partials go to the reduction array only at one prompt (NSM > 0: <= 2 rows fit its 4 KB).
-  __shared__ __align__(16) float wss[LINQ ? MAXT * NT : 1];
-  __shared__ __align__(16) bf16 bss[LINQ ? MAXT * NT : 8];
-  const bool qc_copy = LINQ && gemv1_qkv_consts<NT, MAXT>(p, wss, bss, G, total);
   pdl_handoff(tls);
   gemv_phase(p, 1);
 
@@ -951,14 +812,9 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
   // NSM > 0: LN input items one at a time (fewer live registers next to the two weight sets)
   // the input rows staged in shared memory where they take more than one round (3-8 rows, qkv: session 18, batch 4
   // -1.2% / -0.5%); not in the NSM kernels (one prompt: +9 registers and +0.8% / +1.6% TPOT when staged there)
-  const size_t off =
-      gemv_stage_input<K, NW, LN, (NSM > 0 ? 1 : 2), NSM == 0, LINQ, (LINQ && NSM > 0)>(
-          p, smem, R, kbase, kbase + KS);
+  const size_t off = gemv_stage_input<K, NW, LN, (NSM > 0 ? 1 : 2), NSM == 0>(p, smem, R, kbase, kbase + KS);
   gemv_phase(p, 2);
   const bool act_s = LN || p.act_smem;
-  const float2* lst = LINQ && ln_linear(p)
-                          ? reinterpret_cast<const float2*>(smem + gemv_act_bytes<K>(R)) : nullptr;
-  if (qc_copy) cp_async_wait<0>();  // published by the reduction's barriers
   float* red = reinterpret_cast<float*>(smem + off);
   float* outs = red + NW * NTILE * 128;  // [MAXT][16][NT]
   int* flag = reinterpret_cast<int*>(outs + MAXT * 16 * NT);  // [0..MAXT): split-K last flags; [MAXT]: epilogue
@@ -1082,8 +938,7 @@ __global__ void __launch_bounds__(NW * 32, 2) gemv1_kernel(const GemvParams p) {
     if (KSPLIT > 1 && !flag[j]) continue;
     const int tile = (blockIdx.x + j * G) / KSPLIT;
     gemv_epilogue<NTILE, NW, EPI>(p, outs + j * 16 * NT, flag + MAXT, tile * NT, tile, total, xpre[j], apre[j],
-                                     have_pre, bpre[j], have_b, lst, 0.f, LINQ ? wss + j * NT : nullptr,
-                                     LINQ ? bss + j * NT : nullptr);
+                                     have_pre, bpre[j], have_b);
   }
   gemv_phase(p, 4);
   gemv_phase(p, GEMV_PH_SM);

@@ -13,7 +13,7 @@ namespace cubeforge::cuda::detail {
 template <int K, bool LN>
 struct GemvInput {
   static constexpr size_t kActSmemMax = 100 * 1024;
-  static size_t act_bytes(int R) { return gemv_act_bytes<K>(R); }
+  static size_t act_bytes(int R) { return ((size_t)2 * R * (K + 32) * 2 + 15) & ~size_t(15); }
   static bool act_smem(int R) { return !LN && act_bytes(R) <= kActSmemMax; }
 };
 // Persistent GEMV (gemv_kernel): serves every row count (the 16-row batch-8 path always) and the shapes the one-round
@@ -68,7 +68,7 @@ struct Gemv : GemvInput<K, LN> {
 // requested before griddepcontrol.wait. run() returns false (caller falls back to the persistent kernel) when the
 // launch does not fit: more rows, fewer resident blocks than total / MAXT, or a grid that is not a multiple of KSPLIT.
 // NSM (session 8): the last NSM items of a block are held in shared memory (bulk copies) instead of registers.
-template <int K, int NTILE, int NW, int KSPLIT, int EPI, int MAXT, int NSM = 0, bool LINQ = false>
+template <int K, int NTILE, int NW, int KSPLIT, int EPI, int MAXT, int NSM = 0>
 struct Gemv1 : GemvInput<K, EPI != EPI_RESID> {
   static constexpr int NT = 8 * NTILE;
   static constexpr bool LN = EPI != EPI_RESID;
@@ -84,12 +84,12 @@ struct Gemv1 : GemvInput<K, EPI != EPI_RESID> {
   static void prepare() {
     size_t m = 0;
     for (int r = 1; r <= 8; ++r) m = std::max(m, smem(r, act_smem(r)));
-    CF_CUDA(cudaFuncSetAttribute(gemv1_kernel<K, NTILE, NW, KSPLIT, EPI, MAXT, NSM, LINQ>,
+    CF_CUDA(cudaFuncSetAttribute(gemv1_kernel<K, NTILE, NW, KSPLIT, EPI, MAXT, NSM>,
                                  cudaFuncAttributeMaxDynamicSharedMemorySize, (int)m));
     occ = 0;
     for (int r = 1; r <= 8; ++r) {  // the smallest occupancy over the row counts it may serve
       int o = 0;
-      CF_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&o, gemv1_kernel<K, NTILE, NW, KSPLIT, EPI, MAXT, NSM, LINQ>,
+      CF_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&o, gemv1_kernel<K, NTILE, NW, KSPLIT, EPI, MAXT, NSM>,
                                                             NW * 32, smem(r, act_smem(r))));
       occ = r == 1 ? o : std::min(occ, o);
     }
@@ -113,8 +113,8 @@ struct Gemv1 : GemvInput<K, EPI != EPI_RESID> {
     if (grid < 1 || (long)grid * MAXT < total) return false;
     GemvParams p = p0;
     p.act_smem = act_smem(p.R) ? 1 : 0;
-    launch(gemv1_kernel<K, NTILE, NW, KSPLIT, EPI, MAXT, NSM, LINQ>, dim3(grid), dim3(NW * 32),
-           smem(p.R, p.act_smem != 0), s, pdl, p);
+    launch(gemv1_kernel<K, NTILE, NW, KSPLIT, EPI, MAXT, NSM>, dim3(grid), dim3(NW * 32), smem(p.R, p.act_smem != 0), s,
+           pdl, p);
     return true;
   }
 };
@@ -128,9 +128,6 @@ struct Gemv1 : GemvInput<K, EPI != EPI_RESID> {
 // register items, on 192 blocks since session 25 (qkv_blocks_wide).
 using Gemv1Qkv = Gemv1<D, 1, 8, 1, EPI_QKV, 3>;
 using Gemv1QkvSm = Gemv1<D, 1, 8, 1, EPI_QKV, 3, 1>;
-// the same with the LayerNorm by linearity (CUBEFORGE_GPT_LN_LINEAR, session 44)
-using Gemv1QkvLin = Gemv1<D, 1, 8, 1, EPI_QKV, 3, 0, true>;
-using Gemv1QkvSmLin = Gemv1<D, 1, 8, 1, EPI_QKV, 3, 1, true>;
 using Gemv1Down = Gemv1<F, 1, 8, 4, EPI_RESID, 3>;  // 768 items (192 tiles x 4-way split-K) on 264 blocks
 // Session 8: gate/up as one round, 768 items of 16 outputs on 264 blocks: two in registers, the third (48 KB) in
 // shared memory (at R = 8: 110 KB per block, still two blocks per SM).

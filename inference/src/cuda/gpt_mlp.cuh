@@ -138,9 +138,7 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
   }
   // biases of this thread's SwiGLU units (e = tid, tid + 384) and of its output column in the final sum, also
   // requested before the wait (weights)
-  // (and, linear LN (ln_linear), their gate and up weight sums)
-  const bool lin = ln_linear(p.g);
-  float gb[2] = {0.f, 0.f}, ub[2] = {0.f, 0.f}, gw[2] = {0.f, 0.f}, uw[2] = {0.f, 0.f};
+  float gb[2] = {0.f, 0.f}, ub[2] = {0.f, 0.f};
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
     const int e = tid + j * MLP_CW * 32;
@@ -148,10 +146,6 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
       const int u = e % MLP_HS, cg = 16 * (u / 8) + u % 8;
       gb[j] = bf(p.bgu[2 * MLP_HS * b + cg]);
       ub[j] = bf(p.bgu[2 * MLP_HS * b + cg + 8]);
-      if (lin) {
-        gw[j] = __ldg(p.g.wsum + 2 * MLP_HS * b + cg);
-        uw[j] = __ldg(p.g.wsum + 2 * MLP_HS * b + cg + 8);
-      }
     }
   }
   // The final sum (below): with TAGS the last p.nred blocks to take a rank sum the partials and learn which outputs
@@ -175,7 +169,7 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
   unsigned long long count0 = 0;
   if (TAGS && producer && lane == 0) count0 = ld_relaxed_u64(p.ctr);
   // WIDE: 4 items of 8 columns per thread in flight (at 8 rows one L2 round trip instead of four)
-  gemv_ln_prologue<D, MLP_CW + 1, (WIDE ? 4 : M16 ? 2 : 1), true>(p.g, act, st, R);
+  gemv_ln_prologue<D, MLP_CW + 1, (WIDE ? 4 : M16 ? 2 : 1)>(p.g, act, st, R);
   if (TAGS && producer && lane == 0) epoch_s = (unsigned)(count0 / MLP_NB) + 1u;
   __syncthreads();
   unsigned h3 = 0;  // stage hashes (diagnostics, CF_DIAG_HASH; the log's word numbers): 3 the partials written
@@ -255,13 +249,8 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
       const int e = tid + j * MLP_CW * 32;
       if (e >= R * MLP_HS) break;
       const int r = e / MLP_HS, u = e % MLP_HS, cg = 16 * (u / 8) + u % 8, cu = cg + 8;
-      float gv = gu[r * 2 * MLP_HS + cg], uv = gu[r * 2 * MLP_HS + cu];
-      if (lin) {
-        gv = ln_linear_out(gv, st[r], gw[j]);
-        uv = ln_linear_out(uv, st[r], uw[j]);
-      }
-      gv += gb[j];
-      uv += ub[j];
+      const float gv = gu[r * 2 * MLP_HS + cg] + gb[j];
+      const float uv = gu[r * 2 * MLP_HS + cu] + ub[j];
       const float sg = gv / (1.f + __expf(-gv));
       const float hv = sg * uv;
       const bf16 hh = __float2bfloat16_rn(hv);

@@ -22,32 +22,18 @@ __global__ void init_rows_kernel(const float* wte, int tok, int R, float* x, flo
 }
 
 // ---- load-time conversion: fp32 -> bf16 (RNE), with the gate/up interleave of 8-row groups -----------------------
-// The device row of source row j: mode 0 as is; 1 gate (16 (j/8) + j%8), 2 up (the same + 8): 8-row groups interleaved.
-__device__ __forceinline__ long convert_row(long j, int mode) {
-  return mode == 0 ? j : 16 * (j / 8) + j % 8 + (mode == 2 ? 8 : 0);
-}
+// mode 0: dst row = src row; 1: gate (dst row = 16 (j/8) + j%8); 2: up (same + 8).
 __global__ void convert_kernel(const float* src, bf16* dst, long rows, long cols, int mode, int blocked) {
   const long n = rows * cols;
   for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) {
     const long j = i / cols, c = i % cols;
-    const long dr = convert_row(j, mode);
+    long dr = j;
+    if (mode == 1) dr = 16 * (j / 8) + j % 8;
+    else if (mode == 2) dr = 16 * (j / 8) + j % 8 + 8;
     const long o = (blocked && cols % 32 == 0) ? ((dr >> 3) * (cols / 32) + c / 32) * 256 + (dr & 7) * 32 + c % 32
                                                : dr * cols + c;
     dst[o] = __float2bfloat16_rn(src[i]);
   }
-}
-
-// Per row j of a [rows][cols] fp32 matrix: the sum of its values rounded to bf16 (fp64, then float), written at the
-// row's place in the device layout (mode as convert_kernel): the weight sums of the linear LN GEMVs (ln_linear).
-// One warp per row.
-__global__ void row_sums_kernel(const float* src, long rows, long cols, int mode, float* dst) {
-  const long j = blockIdx.x * (long)(blockDim.x / 32) + threadIdx.x / 32;
-  if (j >= rows) return;
-  const int lane = threadIdx.x & 31;
-  double s = 0.0;
-  for (long c = lane; c < cols; c += 32) s += (double)__bfloat162float(__float2bfloat16_rn(src[j * cols + c]));
-  s = warp_sum_d(s);
-  if (lane == 0) dst[convert_row(j, mode)] = (float)s;
 }
 
 // ---- cond-stream prefill kernels (rows m = r * s + j) ------------------------------------------------------------
