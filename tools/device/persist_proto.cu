@@ -25,8 +25,9 @@
 // Measured (docs/cuda-gpt.md, sessions 42-43): on the H200 42.3 us per layer with ring_gemv against the engine's 31.4,
 // the stream alone 17.8 us; on an H100 the --mma build checks and is no faster (44.3 against 42.9 us), and with the
 // weights not streamed (--nostream) the layer still takes 34.2 us, more than the engine's layer with its weights in L2;
-// a stage inside a phase costs ~0.8 us there against 0.43 in the consume-only loop (the build with attention_phase's
-// arguments by value, no local memory in the layer loop, has not run: tools/device/s43_call5.sh).
+// a stage inside a phase costs ~0.8 us there against 0.43 in the consume-only loop. Session 45 (H100, attention_phase's
+// arguments by value, no local memory in the layer loop): free weights 28.4 us (MMA) / 31.0 (FMA), streamed still 43;
+// --ahead 8 / 16 / 24 slower (57.8 / 69.7 / 70.6 us) (tools/device/s45_proto.sh, s45_proto_ahead.sh).
 // Besides the full layer, each run times the same schedule with consumers that only take and free each stage (the
 // schedule's byte bound), and with consumers that run every stage through the GEMV's dot products and nothing else
 // (the consumers' own rate; once more without the cross-proxy fence that frees a slot). --nostream adds the full layer
