@@ -60,7 +60,12 @@ const char* kUsage =
     "                     with guidance); the decode is one prompt either way\n"
     "  --e2e-weights W    the GPT's random weights and conditioning: init (default; matrices ~ N(0, 0.02) like the\n"
     "                     reference's init) or bench (those of `cubeforge-gen bench --synthetic`, to compare the\n"
-    "                     two decodes on the same values)\n";
+    "                     two decodes on the same values)\n"
+    "  --e2e-decodes N    the e2e's decode only (implies --e2e-only): N decodes back to back, each with its TPOT,\n"
+    "                     no shape stage, no previews (to compare it with the GPT bench's decode)\n"
+    "  --e2e-no-shape-engine  with --e2e-decodes: no shape engine in the process (its memory and its stream absent)\n"
+    "  --e2e-shape-rb R   with --e2e-decodes: the shape stage at rb R (as in the e2e rows) before each decode\n"
+    "  --e2e-idle-ms T    with --e2e-decodes: the host sleeps T ms before each decode (after the shape stage)\n";
 
 using namespace cubeforge;
 using Clock = std::chrono::steady_clock;
@@ -76,6 +81,10 @@ struct Args {
   size_t chunk = size_t(1) << 17;
   uint64_t seed = 1;
   bool e2e_bench_weights = false;  // --e2e-weights bench
+  int e2e_decodes = 0;             // --e2e-decodes N: decodes only (no shape stage, no previews), N of them
+  bool e2e_shape_engine = true;    // --e2e-no-shape-engine: with --e2e-decodes, no shape engine in the process
+  int e2e_shape_rb = 0;            // --e2e-shape-rb R: with --e2e-decodes, the shape stage at rb R before each decode
+  int e2e_idle_ms = 0;             // --e2e-idle-ms T: with --e2e-decodes, T ms of host sleep before each decode
 };
 
 
@@ -603,10 +612,11 @@ void run_e2e(const std::string& preset, const Args& args) {
   cuda::ShapeEngineOptions eo;
   eo.chunk_points = args.chunk;
   eo.verbose = false;
-  auto shp = cuda::CudaShapeEngine::create(scfg, random_source(args.seed), eo);
+  std::unique_ptr<cuda::CudaShapeEngine> shp;
+  if (args.e2e_shape_engine) shp = cuda::CudaShapeEngine::create(scfg, random_source(args.seed), eo);
   std::printf("engines: %s, setup %.1f s, GPT (rows up to %d) %.2f GiB + shape %.2f GiB on the device\n",
               gpt->device_name().c_str(), ms_since(t0) / 1e3, args.e2e_rows, gpt->vram_bytes() / 1073741824.0,
-              shp->vram_bytes() / 1073741824.0);
+              shp ? shp->vram_bytes() / 1073741824.0 : 0.0);
   const std::vector<float> cond =
       args.e2e_bench_weights ? cli::gpt_bench::synthetic_cond(1, s_len, args.seed)
                              : random_tensor("e2e.cond", {2, int64_t(s_len), int64_t(gcfg.n_embd)}, args.seed);
@@ -625,19 +635,49 @@ void run_e2e(const std::string& preset, const Args& args) {
     *wall = ms_since(ta);
     return toks;
   };
+  // The e2e rows' adaptive shape stage: the analytic sphere's point set (scaled-margin rule), the network on those points.
+  auto sphere_stage = [&](const std::vector<int>& ids, int rb) {
+    cuda::GpuGridOptions go;
+    go.analytic = {cuda::AnalyticShape::Sphere, 0.8f, 0};
+    go.scale_margin = true;
+    go.final_dilation = 0;
+    go.margin = args.margin;
+    go.copy_values = false;
+    shp->tokens_to_mesh(ids, rb, go);
+  };
+  if (args.e2e_decodes > 0) {  // decodes only: the first captures the graphs and is not reported
+    cuda::GenerateStats st;
+    double w;
+    auto ids = to_ids(decode(g, &st, &w));
+    std::vector<double> tpot;
+    // ms per step over a range of the decode's chunks (chunk_ms holds ms per step of each launched chunk)
+    auto per_step = [&](size_t c0, size_t c1) {
+      double sum = 0;
+      c1 = std::min(c1, st.chunk_ms.size());
+      for (size_t c = c0; c < c1; ++c) sum += st.chunk_ms[c];
+      return c1 > c0 ? sum / double(c1 - c0) : 0.0;
+    };
+    for (int r = 0; r < args.e2e_decodes; ++r) {
+      if (args.e2e_shape_rb > 0) sphere_stage(ids, args.e2e_shape_rb);
+      if (args.e2e_idle_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(args.e2e_idle_ms));
+      ids = to_ids(decode(g, &st, &w));
+      tpot.push_back(st.decode_ms / (N - 1));
+      const size_t nc = st.chunk_ms.size();
+      std::printf("decode %d: TPOT %.4f ms, GPT wall %.1f ms; ms per step in chunks 1-4 %.4f, 5-%zu %.4f, last quarter "
+                  "%.4f\n", r + 1, tpot.back(), w, per_step(0, 4), nc, per_step(4, nc), per_step(nc - nc / 4, nc));
+    }
+    std::printf("decodes only %s, shape engine %s%s: TPOT median %.4f ms\n", preset.c_str(),
+                shp ? "present" : "absent",
+                (args.e2e_shape_rb > 0 ? ", shape stage at rb " + std::to_string(args.e2e_shape_rb) + " before each" : "")
+                    .append(args.e2e_idle_ms > 0 ? ", " + std::to_string(args.e2e_idle_ms) + " ms idle before each" : "")
+                    .c_str(), median(tpot));
+    return;
+  }
   {  // warm-up: graph capture, GEMM plans of every rb
     cuda::GenerateStats st;
     double w;
-    const auto ids = to_ids(decode(g, &st, &w));
-    for (int rb : args.rbs) {
-      cuda::GpuGridOptions go;
-      go.analytic = {cuda::AnalyticShape::Sphere, 0.8f, 0};
-      go.scale_margin = true;
-      go.final_dilation = 0;
-      go.margin = args.margin;
-      go.copy_values = false;
-      shp->tokens_to_mesh(ids, rb, go);
-    }
+    const auto warm_ids = to_ids(decode(g, &st, &w));
+    for (int rb : args.rbs) sphere_stage(warm_ids, rb);
   }
   // Timed like a creator's prompts, back to back: the decode, then the adaptive shape stage at one rb; --reps runs of
   // every rb. The dense grids (the reference's result, for comparison; not part of prompt -> mesh) come after all
@@ -761,7 +801,14 @@ int run_cmd(int argc, char** argv) {
       const std::string w = val();
       if (w != "init" && w != "bench") throw Error("--e2e-weights: init or bench, not '" + w + "'");
       a.e2e_bench_weights = w == "bench";
+    } else if (k == "--e2e-decodes") {
+      a.e2e_decodes = std::stoi(val());
+      if (a.e2e_decodes < 1) throw Error("--e2e-decodes: N >= 1");
+      a.e2e = a.e2e_only = true;
     }
+    else if (k == "--e2e-no-shape-engine") a.e2e_shape_engine = false;
+    else if (k == "--e2e-shape-rb") a.e2e_shape_rb = std::stoi(val());
+    else if (k == "--e2e-idle-ms") a.e2e_idle_ms = std::stoi(val());
     else if (k == "--seed") a.seed = std::stoull(val());
     else if (k == "--help" || k == "-h") {
       std::printf("%s", kUsage);
@@ -773,6 +820,11 @@ int run_cmd(int argc, char** argv) {
   }
   if (a.rbs.empty()) throw Error("--rb: empty list");
   if (a.e2e_rows < 2 || a.e2e_rows > 64) throw Error("--e2e-rows: 2..64 (2 rows per prompt with guidance)");
+  if (!a.e2e_shape_engine && a.e2e_decodes == 0) throw Error("--e2e-no-shape-engine needs --e2e-decodes N");
+  if (a.e2e_shape_rb != 0 && (a.e2e_decodes == 0 || !a.e2e_shape_engine || a.e2e_shape_rb < 4 || a.e2e_shape_rb > 9))
+    throw Error("--e2e-shape-rb R needs --e2e-decodes N and the shape engine, R in 4..9");
+  if (a.e2e_idle_ms != 0 && (a.e2e_decodes == 0 || a.e2e_idle_ms < 0 || a.e2e_idle_ms > 60000))
+    throw Error("--e2e-idle-ms T needs --e2e-decodes N, T in 1..60000");
   std::string why;
   if (!cuda::cuda_available(&why)) {
     std::fprintf(stderr, "bench-shape-gpu: no usable GPU: %s\n", why.c_str());

@@ -11,17 +11,7 @@ set -uo pipefail
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
 unpack_xz .devcarry/shape-xz/cubeforge-gen.xz /tmp/new || exit 1
-sampled() {
-  nvidia-smi --query-gpu=utilization.gpu,clocks.sm,power.draw,temperature.gpu --format=csv,noheader,nounits -lms 50 \
-    > /tmp/smi.csv &
-  local sp=$!
-  "$@"
-  kill $sp 2>/dev/null; wait $sp 2>/dev/null
-  awk -F', ' '$1 > 50 { n++; c += $2; w += $3; t += $4; if (!lo || $2 < lo) lo = $2 }
-    $1 > 50 { h[$2]++ }
-    END { if (n) printf "   busy samples %d: SM %.0f MHz (min %d), %.0f W, %.0f C; MHz:count", n, c / n, lo, w / n, t / n
-          for (k in h) printf " %s:%d", k, h[k]; print "" }' /tmp/smi.csv
-}
+export SAMPLE_MS=50
 for r in 1 2; do
   echo "== e2e v0.5 rb 7, 2 rows, round $r"
   sampled bash -c "timeout 60 /tmp/new bench-shape-gpu --e2e-only --synthetic v0.5 --rb 7 --reps 2 --e2e-rows 2 2>&1 |

@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -60,11 +63,38 @@ class DeviceAllocations {
   size_t bytes_ = 0;
 };
 
+// Shared-memory carveout of the GPT decode kernels (session 45; docs/cuda-gpt.md), CUBEFORGE_GPT_CARVEOUT:
+// - unset (kCarveoutDriver, the default): no preference; the driver's split, which depends on what ran on the SMs
+//   before (a shape stage's kernels slowed the next decode by ~0.7% on an H100);
+// - 0..100: that preference (percent of the maximum; the driver still takes what a kernel needs) for every kernel
+//   launched through launch(), set once before its first launch. 100 on an H100: one prompt -1.3% / -1.6% (v0.1 /
+//   v0.5) and no slowdown after a shape stage, but 4 prompts +0.9% / +1.5%;
+// - "one" (kCarveoutOnePrompt): only the kernels one prompt uses alone prefer the largest carveout
+//   (gpt_engine_upload.cuh); built to keep the first gain without the second loss, not yet run on a GPU.
+constexpr int kCarveoutDriver = -1, kCarveoutOnePrompt = -2;
+inline int carveout_knob() {
+  static const int v = [] {
+    const char* e = std::getenv("CUBEFORGE_GPT_CARVEOUT");
+    if (!e || !*e) return kCarveoutDriver;
+    if (std::string(e) == "one") return kCarveoutOnePrompt;
+    return std::clamp(std::atoi(e), 0, 100);
+  }();
+  return v;
+}
+inline void apply_carveout_once(const void* kernel) {
+  static std::mutex mu;
+  static std::set<const void*> done;
+  std::lock_guard<std::mutex> lock(mu);
+  if (!done.insert(kernel).second) return;
+  CF_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, carveout_knob()));
+}
+
 // Launch with (optionally) programmatic dependent launch: the kernel may start while its predecessor in the
 // stream still runs; it must call pdl_wait() before reading anything the predecessor writes.
 template <typename... KArgs, typename... Args>
 inline void launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, bool pdl,
                    Args&&... args) {
+  if (carveout_knob() >= 0) apply_carveout_once(reinterpret_cast<const void*>(kernel));
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = grid;
   cfg.blockDim = block;

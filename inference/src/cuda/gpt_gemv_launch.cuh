@@ -94,6 +94,10 @@ struct Gemv1 : GemvInput<K, EPI != EPI_RESID> {
       occ = r == 1 ? o : std::min(occ, o);
     }
   }
+  static void prefer_carveout(int pct) {  // its kernel's preferred shared-memory carveout (cuda_common.cuh)
+    CF_CUDA(cudaFuncSetAttribute(gemv1_kernel<K, NTILE, NW, KSPLIT, EPI, MAXT, NSM>,
+                                 cudaFuncAttributePreferredSharedMemoryCarveout, pct));
+  }
   static int grid_for(int N, int nsm) {  // the grid of a launch over N outputs (one wave)
     const int total = (N + NT - 1) / NT * KSPLIT;
     const int grid = std::min(total, nsm * occ);
