@@ -89,7 +89,7 @@ GoldenReport run_golden(const std::string& dir, const std::string& name) {
   std::vector<float> bbox;
   if (cfg.gpt.use_bbox && cfg.bounding_box_xyz.size() == 3) {
     bbox = cfg.bounding_box_xyz;
-    bbox.insert(bbox.end(), {0.0f, 0.0f, 0.0f});
+    bbox.resize(6, 0.0f);  // the golden cases' bbox tail: three zeros
   }
   auto cond = model->make_cond(hidden, bbox, B);
   add_float(r, "cond", cond, io.to_f32("cond"));
