@@ -64,22 +64,42 @@ class DeviceAllocations {
 };
 
 // Shared-memory carveout of the GPT decode kernels (session 45; docs/cuda-gpt.md), CUBEFORGE_GPT_CARVEOUT:
-// - unset (kCarveoutDriver, the default): no preference; the driver's split, which depends on what ran on the SMs
-//   before (a shape stage's kernels slowed the next decode by ~0.7% on an H100);
+// - unset (the default): no preference; the driver's split, which depends on what ran on the SMs before (a shape
+//   stage's kernels slowed the next decode by ~0.7% on an H100);
 // - 0..100: that preference (percent of the maximum; the driver still takes what a kernel needs) for every kernel
-//   launched through launch(), set once before its first launch. 100 on an H100: one prompt -1.3% / -1.6% (v0.1 /
-//   v0.5) and no slowdown after a shape stage, but 4 prompts +0.9% / +1.5%;
-// - "one" (kCarveoutOnePrompt): only the kernels one prompt uses alone prefer the largest carveout
-//   (gpt_engine_upload.cuh); built to keep the first gain without the second loss, not yet run on a GPU.
-constexpr int kCarveoutDriver = -1, kCarveoutOnePrompt = -2;
-inline int carveout_knob() {
-  static const int v = [] {
+//   launched through launch(), set once before its first launch (carveout_knob). 100 on an H100: one prompt -1.3% /
+//   -1.6% (v0.1 / v0.5) and no slowdown after a shape stage, but 4 prompts +0.9% / +1.5%;
+// - a comma list of kernel groups that prefer the largest carveout (carveout_group; the engine sets them,
+//   gpt_engine_upload.cuh): qkv1, attn1, mlp1 (the one-prompt kernels), qkv8, attn8, mlp8 (the multi-row ones),
+//   oproj and lm (both); "one" = qkv1,attn1,mlp1. Built to keep the first gain without the second loss and to find
+//   which multi-row kernel wants L1; not yet run on a GPU.
+constexpr int kCarveoutDriver = -1;
+inline const std::string& carveout_env() {
+  static const std::string v = [] {
     const char* e = std::getenv("CUBEFORGE_GPT_CARVEOUT");
-    if (!e || !*e) return kCarveoutDriver;
-    if (std::string(e) == "one") return kCarveoutOnePrompt;
-    return std::clamp(std::atoi(e), 0, 100);
+    return std::string(e ? e : "");
   }();
   return v;
+}
+inline int carveout_knob() {
+  static const int v = [] {
+    const std::string& e = carveout_env();
+    if (e.empty() || e[0] < '0' || e[0] > '9') return kCarveoutDriver;
+    return std::clamp(std::atoi(e.c_str()), 0, 100);
+  }();
+  return v;
+}
+inline bool carveout_group(const std::string& group) {
+  const std::string& e = carveout_env();
+  if (e.empty() || (e[0] >= '0' && e[0] <= '9')) return false;
+  size_t i = 0;
+  while (i <= e.size()) {
+    const size_t j = std::min(e.find(',', i), e.size());
+    const std::string tok = e.substr(i, j - i);
+    if (tok == group || (tok == "one" && (group == "qkv1" || group == "attn1" || group == "mlp1"))) return true;
+    i = j + 1;
+  }
+  return false;
 }
 inline void apply_carveout_once(const void* kernel) {
   static std::mutex mu;

@@ -251,16 +251,32 @@ void CudaGptEngine::Impl::alloc_buffers() {
   Gemv1QkvSm::prepare();
   Gemv1Down::prepare();
   Gemv1GateUp::prepare();
-  // CUBEFORGE_GPT_CARVEOUT=one (cuda_common.cuh; session 45, not yet run on a GPU): the kernels only one prompt (2
-  // rows) uses prefer the largest shared-memory carveout, set after the occupancies above were taken. With every
-  // kernel preferring it, one prompt was 1.3-1.6% faster on an H100 and 4 prompts 0.9-1.5% slower; this keeps the
-  // multi-row kernels on the driver's choice.
-  if (carveout_knob() == kCarveoutOnePrompt) {
-    Gemv1QkvSm::prefer_carveout(cudaSharedmemCarveoutMaxShared);
-    CF_CUDA(cudaFuncSetAttribute(kMlpKernels[0], cudaFuncAttributePreferredSharedMemoryCarveout,
-                                 cudaSharedmemCarveoutMaxShared));
-    CF_CUDA(cudaFuncSetAttribute(attn_decode_kernel<true, false>, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                 cudaSharedmemCarveoutMaxShared));
+  // CUBEFORGE_GPT_CARVEOUT=<groups> (cuda_common.cuh; session 45, not yet run on a GPU): the named kernels prefer
+  // the largest shared-memory carveout, set after the occupancies above were taken. With every kernel preferring it,
+  // one prompt was 1.3-1.6% faster on an H100 and 4 prompts 0.9-1.5% slower.
+  constexpr int kMaxShared = cudaSharedmemCarveoutMaxShared;
+  auto prefer = [](const void* kernel) {
+    CF_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, kMaxShared));
+  };
+  if (carveout_group("qkv1")) Gemv1QkvSm::prefer_carveout(kMaxShared);
+  if (carveout_group("qkv8")) {
+    Gemv1Qkv::prefer_carveout(kMaxShared);
+    GemvQkv::prefer_carveout(kMaxShared);
+  }
+  if (carveout_group("attn1")) prefer(reinterpret_cast<const void*>(attn_decode_kernel<true, false>));
+  if (carveout_group("attn8")) {
+    prefer(reinterpret_cast<const void*>(attn_decode_kernel<false, true>));
+    prefer(reinterpret_cast<const void*>(attn_decode_kernel<false, false>));
+  }
+  if (carveout_group("oproj")) GemvOproj::prefer_carveout(kMaxShared);
+  if (carveout_group("mlp1")) prefer(reinterpret_cast<const void*>(kMlpKernels[0]));
+  if (carveout_group("mlp8")) {
+    prefer(reinterpret_cast<const void*>(kMlpKernels[1]));
+    prefer(reinterpret_cast<const void*>(kMlpKernels[2]));
+  }
+  if (carveout_group("lm")) {
+    prefer(reinterpret_cast<const void*>(lm_ring_kernel));
+    GemvLm::prefer_carveout(kMaxShared);
   }
 }
 

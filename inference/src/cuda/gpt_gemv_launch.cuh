@@ -47,6 +47,12 @@ struct Gemv : GemvInput<K, LN> {
     occ[0] = std::max(occ[0], 1);
     occ[1] = std::max(occ[1], 1);
   }
+  static void prefer_carveout(int pct) {  // both kernels' preferred shared-memory carveout (cuda_common.cuh)
+    CF_CUDA(cudaFuncSetAttribute(gemv_kernel<K, NTILE, NW, KSPLIT, EPI, LN, true, 1, PIPE>,
+                                 cudaFuncAttributePreferredSharedMemoryCarveout, pct));
+    CF_CUDA(cudaFuncSetAttribute(gemv_kernel<K, NTILE, NW, KSPLIT, EPI, LN, false, MINB, PIPE>,
+                                 cudaFuncAttributePreferredSharedMemoryCarveout, pct));
+  }
   static int blocks(int N) { return (N + NT - 1) / NT * KSPLIT; }  // tiles (work items)
   // Persistent grid: as many blocks as fit (one wave), each walking its tiles.
   // max_blocks > 0: at most that many blocks (each then walks more tiles)
