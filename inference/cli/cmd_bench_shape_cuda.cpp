@@ -635,16 +635,21 @@ void run_e2e(const std::string& preset, const Args& args) {
     *wall = ms_since(ta);
     return toks;
   };
-  // The e2e rows' adaptive shape stage: the analytic sphere's point set (scaled-margin rule), the network on those points.
-  auto sphere_stage = [&](const std::vector<int>& ids, int rb) {
+  // The e2e rows' grid: adaptive on the analytic sphere's point set (scaled-margin rule), the network on those points;
+  // or dense (the reference's result, for comparison).
+  auto stage_options = [&](bool dense) {
     cuda::GpuGridOptions go;
-    go.analytic = {cuda::AnalyticShape::Sphere, 0.8f, 0};
-    go.scale_margin = true;
-    go.final_dilation = 0;
-    go.margin = args.margin;
+    go.adaptive = !dense;
+    if (!dense) {
+      go.analytic = {cuda::AnalyticShape::Sphere, 0.8f, 0};
+      go.scale_margin = true;
+      go.final_dilation = 0;
+      go.margin = args.margin;
+    }
     go.copy_values = false;
-    shp->tokens_to_mesh(ids, rb, go);
+    return go;
   };
+  auto sphere_stage = [&](const std::vector<int>& ids, int rb) { shp->tokens_to_mesh(ids, rb, stage_options(false)); };
   if (args.e2e_decodes > 0) {  // decodes only: the first captures the graphs and is not reported
     cuda::GenerateStats st;
     double w;
@@ -666,11 +671,11 @@ void run_e2e(const std::string& preset, const Args& args) {
       std::printf("decode %d: TPOT %.4f ms, GPT wall %.1f ms; ms per step in chunks 1-4 %.4f, 5-%zu %.4f, last quarter "
                   "%.4f\n", r + 1, tpot.back(), w, per_step(0, 4), nc, per_step(4, nc), per_step(nc - nc / 4, nc));
     }
+    std::string before;
+    if (args.e2e_shape_rb > 0) before += ", shape stage at rb " + std::to_string(args.e2e_shape_rb) + " before each";
+    if (args.e2e_idle_ms > 0) before += ", " + std::to_string(args.e2e_idle_ms) + " ms idle before each";
     std::printf("decodes only %s, shape engine %s%s: TPOT median %.4f ms\n", preset.c_str(),
-                shp ? "present" : "absent",
-                (args.e2e_shape_rb > 0 ? ", shape stage at rb " + std::to_string(args.e2e_shape_rb) + " before each" : "")
-                    .append(args.e2e_idle_ms > 0 ? ", " + std::to_string(args.e2e_idle_ms) + " ms idle before each" : "")
-                    .c_str(), median(tpot));
+                shp ? "present" : "absent", before.c_str(), median(tpot));
     return;
   }
   {  // warm-up: graph capture, GEMM plans of every rb
@@ -689,15 +694,7 @@ void run_e2e(const std::string& preset, const Args& args) {
   std::map<int, std::vector<double>> e2e_ms;
   std::vector<int> ids;
   auto shape_row = [&](int run, int rb, bool dense, const cuda::GenerateStats& st, double gwall) {
-    cuda::GpuGridOptions go;
-    go.adaptive = !dense;
-    if (!dense) {
-      go.analytic = {cuda::AnalyticShape::Sphere, 0.8f, 0};
-      go.scale_margin = true;
-      go.final_dilation = 0;
-      go.margin = args.margin;
-    }
-    go.copy_values = false;
+    const cuda::GpuGridOptions go = stage_options(dense);
     cuda::ShapeStageTimes t;
     const Mesh m = shp->tokens_to_mesh(ids, rb, go, {}, &t);
     (void)m;

@@ -21,16 +21,8 @@ CUBEFORGE_GPT_LN_LINEAR=1 timeout 240 /tmp/new cuda-check --synthetic v0.1 2>&1 
 CONFIGS="BIN=/tmp/base BIN=/tmp/new,CUBEFORGE_GPT_LN_LINEAR=0 BIN=/tmp/new,CUBEFORGE_GPT_LN_LINEAR=1" \
   REPS=2 TL=$([ "${SHORT:-0}" = 1 ] && echo 0 || echo 1) CHECK01=0 bash tools/device/env_ab.sh
 [ "${SHORT:-0}" = 1 ] && exit 0
-# sampled: CMD under a 100 ms nvidia-smi sampler; then the run's mean SM clock (MHz) and power (W) over the samples
-# with the GPU busy: is the e2e decode's excess over the bench a lower clock (data-dependent power)?
-sampled() {
-  nvidia-smi --query-gpu=utilization.gpu,clocks.sm,power.draw --format=csv,noheader,nounits -lms 100 > /tmp/smi.csv &
-  local sp=$!
-  "$@"
-  kill $sp 2>/dev/null; wait $sp 2>/dev/null
-  awk -F', ' '$1 > 50 { n++; c += $2; w += $3 } END { if (n) printf "   busy samples %d: SM %.0f MHz, %.0f W\n", n, c / n, w / n }' \
-    /tmp/smi.csv
-}
+# sampled (common.sh): each run's mean SM clock and power with the GPU busy: is the e2e decode's excess over the
+# bench a lower clock (data-dependent power)?
 for r in 1 2; do
   for ll in 0 1; do
     echo "== e2e v0.5 rb 8, 2 rows, LN_LINEAR=$ll, round $r"

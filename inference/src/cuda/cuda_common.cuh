@@ -91,7 +91,7 @@ inline int carveout_knob() {
 }
 inline bool carveout_group(const std::string& group) {
   const std::string& e = carveout_env();
-  if (e.empty() || (e[0] >= '0' && e[0] <= '9')) return false;
+  if (e.empty() || carveout_knob() >= 0) return false;  // unset, or a percentage for every kernel
   size_t i = 0;
   while (i <= e.size()) {
     const size_t j = std::min(e.find(',', i), e.size());
