@@ -22,6 +22,7 @@
 #include "arg_lists.h"
 #include "command.h"
 #include "stats_util.h"
+#include "cubeforge/cube3d.h"
 #include "cubeforge/error.h"
 #include "cubeforge/grid.h"
 #include "cubeforge/marching_cubes.h"
@@ -29,8 +30,6 @@
 #include "cubeforge/safetensors.h"
 #include "cubeforge/safetensors_writer.h"
 #include "cubeforge/shape_model.h"
-
-extern "C" void openblas_set_num_threads(int);
 
 namespace fs = std::filesystem;
 using namespace cubeforge;
@@ -50,8 +49,7 @@ using cubeforge::cli::median;
 
 void set_threads(int n) {
   if (n <= 0) return;
-  omp_set_num_threads(n);
-  openblas_set_num_threads(n);
+  set_cpu_threads(n);
 }
 
 double load_average() {
@@ -166,7 +164,7 @@ int run_bench(int argc, char** argv) {
   int dense_max_rb = 9;
   app.add_option("--dense-max-rb", dense_max_rb, "run dense only up to this rb (above: extrapolated from points/s)");
   int threads = 0;
-  app.add_option("--threads", threads, "OpenMP/OpenBLAS threads (0: default)");
+  app.add_option("--threads", threads, "OpenMP threads (0: default)");
   app.add_option("--golden-dir", golden_dir, "directory of the golden cases");
   app.add_option("--configs", configs, "comma list: synthetic, synthetic-v01 and/or golden case names");
   app.add_option("--rb", rbs_s, "comma list of resolution bases");
@@ -314,7 +312,7 @@ int run_preview_study(int argc, char** argv) {
   app.add_option("--rb", rb, "resolution base of the compared occupancy grids (dense)");
   app.add_option("--random-sequences", random_sequences, "also average over this many random token sequences");
   app.add_option("--seed", seed, "seed of the synthetic model and of the random sequences");
-  app.add_option("--threads", threads, "OpenMP/OpenBLAS threads (0: default)");
+  app.add_option("--threads", threads, "OpenMP threads (0: default)");
   CLI11_PARSE(app, argc, argv);
   set_threads(threads);
   auto models = load_models(configs, golden_dir, seed);

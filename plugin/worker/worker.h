@@ -64,7 +64,7 @@ struct WorkerOptions {
   // Linux nice value of the worker thread and its OpenMP team while a job runs (per job: JobSpec::nice). Positive
   // values let the UI thread win the CPU (interactive use); batch runs use 0 to measure generation speed.
   int nice = 10;
-  int cpu_threads = 0;                   // OpenMP/OpenBLAS threads for inference; 0 = every core
+  int cpu_threads = 0;                   // OpenMP threads for inference; 0 = every core
   // Called on the worker thread with each final result (once per variation, with the job's spec) before Done is
   // posted (e.g. write it to the history and render its thumbnail off the UI thread). Exceptions are caught and
   // stored in that output's JobOutput::save_error.

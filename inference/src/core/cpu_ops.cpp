@@ -1,13 +1,14 @@
-// fp32 CPU kernels (see cpu_ops.h). Linear goes through OpenBLAS; the rest are simple loops parallelised with OpenMP.
+// fp32 CPU kernels (see cpu_ops.h). GEMM and Linear go through OpenBLAS on one thread per call, split over OpenMP
+// threads when large; the rest are simple loops parallelised with OpenMP.
 #include "core/cpu_ops.h"
 
 #include <cblas.h>
 #include <omp.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 extern "C" void openblas_set_num_threads(int);
@@ -15,18 +16,75 @@ extern "C" void openblas_set_num_threads(int);
 namespace cubeforge::cpu {
 
 namespace {
-// OpenBLAS threading pays only for large products: waking its threads costs tens of microseconds (far more on a
-// loaded machine), so small GEMMs/GEMVs run on one thread. The switch is global; the CPU path runs one
-// inference at a time per process, and the switch is only flipped when the size class changes.
-std::atomic<int> g_blas_threads{0};  // configured count (0: not set yet → all cores)
-std::atomic<int> g_blas_current{-1};
-void blas_threads_for(double flops) {
-  int conf = g_blas_threads.load(std::memory_order_relaxed);
-  if (conf <= 0) conf = omp_get_num_procs();
-  const int want = flops < 4.0e6 ? 1 : conf;
-  if (g_blas_current.exchange(want, std::memory_order_relaxed) != want) openblas_set_num_threads(want);
+// Products below this many FLOPs run on the calling thread: a hand-off to the pool costs more than it saves.
+constexpr double kParallelFlops = 4.0e6;
+// GEMVs are bound by memory, not arithmetic: they gain from the pool sooner.
+constexpr double kParallelGemvFlops = 2.5e5;
+// Up to this many rows, Linear runs one GEMV per row (see linear()).
+constexpr int kRowwiseMaxRows = 4;
+// Slices of a split product start at multiples of this many columns, so every output element is computed by the same
+// kernel path whatever the thread count.
+constexpr int kColumnAlign = 64;
+
+thread_local int t_serial_depth = 0;
+
+// OpenBLAS runs on the calling thread only: all parallelism of the CPU path is OpenMP's (one pool). Set once.
+void blas_on_calling_thread() {
+  static const bool done = [] {
+    openblas_set_num_threads(1);
+    return true;
+  }();
+  (void)done;
+}
+
+// Threads to split a product of `flops` over: 1 inside a parallel region, under a SerialGemmScope or when small.
+int split_threads(double flops, double min_flops = kParallelFlops) {
+  blas_on_calling_thread();
+  if (flops < min_flops || t_serial_depth > 0 || omp_in_parallel()) return 1;
+  return std::max(1, omp_get_max_threads());
+}
+
+// [begin, end) of part p of `parts` over n columns, in kColumnAlign blocks.
+std::pair<int, int> column_slice(int n, int parts, int p) {
+  const int blocks = (n + kColumnAlign - 1) / kColumnAlign;
+  const int per = (blocks + parts - 1) / parts;
+  return {std::min(n, p * per * kColumnAlign), std::min(n, (p + 1) * per * kColumnAlign)};
 }
 }  // namespace
+
+SerialGemmScope::SerialGemmScope(bool active) : active_(active) {
+  if (active_) ++t_serial_depth;
+}
+SerialGemmScope::~SerialGemmScope() {
+  if (active_) --t_serial_depth;
+}
+
+void gemm(bool b_rows_are_n, int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb,
+          float beta, float* C, int ldc) {
+  if (M <= 0 || N <= 0) return;
+  const auto part = [&](int m0, int m1, int n0, int n1) {
+    if (m1 <= m0 || n1 <= n0) return;
+    const float* b = b_rows_are_n ? B + size_t(n0) * ldb : B + n0;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, b_rows_are_n ? CblasTrans : CblasNoTrans, m1 - m0, n1 - n0, K, alpha,
+                A + size_t(m0) * lda, lda, b, ldb, beta, C + size_t(m0) * ldc + n0, ldc);
+  };
+  const int threads = split_threads(2.0 * M * N * K);
+  if (threads == 1) return part(0, M, 0, N);
+  // Split the larger side: by rows each thread packs all of B, by columns all of A.
+  if (M >= N) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int p = 0; p < threads; ++p) {
+      const int per = (M + threads - 1) / threads;
+      part(std::min(M, p * per), std::min(M, (p + 1) * per), 0, N);
+    }
+  } else {
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int p = 0; p < threads; ++p) {
+      const auto [n0, n1] = column_slice(N, threads, p);
+      part(0, M, n0, n1);
+    }
+  }
+}
 
 void linear(const float* x, int M, int K, const float* W, const float* b, int N, float* y, bool accumulate) {
   if (M <= 0 || N <= 0) return;
@@ -43,11 +101,18 @@ void linear(const float* x, int M, int K, const float* W, const float* b, int N,
     }
     beta = 1.0f;
   }
-  blas_threads_for(2.0 * M * N * K);
-  if (M == 1) {
-    cblas_sgemv(CblasRowMajor, CblasNoTrans, N, K, 1.0f, W, K, x, 1, beta, y, 1);
-  } else {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, x, K, W, K, beta, y, N);
+  if (M > kRowwiseMaxRows) return gemm(true, M, N, K, 1.0f, x, K, W, K, beta, y, N);
+  // A few rows (the GPT decode's guided pair, CLIP's pooled row): one GEMV per row. sgemm packs W first, which at
+  // M = 2 costs ~3x two GEMVs (OpenBLAS 0.3.21), and a row's result then does not depend on M. Large GEMVs (the
+  // full-size GPT) are split by output columns over the threads.
+  const int threads = split_threads(2.0 * M * N * K, kParallelGemvFlops);
+#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
+  for (int p = 0; p < threads; ++p) {
+    const auto [n0, n1] = column_slice(N, threads, p);
+    if (n1 <= n0) continue;
+    for (int i = 0; i < M; ++i)
+      cblas_sgemv(CblasRowMajor, CblasNoTrans, n1 - n0, K, 1.0f, W + size_t(n0) * K, K, x + size_t(i) * K, 1, beta,
+                  y + size_t(i) * N + n0, 1);
   }
 }
 
@@ -162,8 +227,6 @@ void rope_row(float* x, int n_heads, int hd, int pos, const float* inv_freq) {
 void set_num_threads(int n) {
   if (n <= 0) n = omp_get_num_procs();
   omp_set_num_threads(n);
-  g_blas_threads.store(n);
-  g_blas_current.store(-1);
 }
 
 }  // namespace cubeforge::cpu

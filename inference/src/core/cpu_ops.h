@@ -1,4 +1,4 @@
-// fp32 CPU kernels shared by the CLIP tower, the GPT and the shape decoder: Linear (OpenBLAS sgemm),
+// fp32 CPU kernels shared by the CLIP tower, the GPT and the shape decoder: GEMM and Linear (OpenBLAS),
 // LayerNorm, per-head RMSNorm, activations and prefix-masked multi-head attention. Row-major everywhere:
 // an activation matrix [T, C] has row stride C unless a stride is given.
 #pragma once
@@ -7,7 +7,31 @@
 
 namespace cubeforge::cpu {
 
-// y[M,N] = x[M,K] · W[N,K]ᵀ + b (PyTorch Linear layout). `accumulate` adds into y instead of overwriting.
+// Threads: every CPU kernel here uses OpenMP's pool; OpenBLAS runs on the calling thread only. With OpenBLAS's own
+// pthreads beside OpenMP's, each pool's spinning workers starved the other on small machines (the default model's
+// prefill took 80 ms instead of 15 on 2 cores).
+
+// C[M,N] = alpha·A[M,K]·op(B) + beta·C, row-major with leading dimensions: op(B) = Bᵀ when `b_rows_are_n` (B is
+// [N,K], the Linear layout), else B ([K,N]). Large products are split over the OpenMP threads (by rows of C when
+// M >= N, else by columns) unless called inside a parallel region or a SerialGemmScope.
+void gemm(bool b_rows_are_n, int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb,
+          float beta, float* C, int ldc);
+
+// While alive (and `active`), gemm() and linear() on this thread stay on it: for layers too small to gain from the
+// hand-offs (the shape stage's worth_threading).
+class SerialGemmScope {
+ public:
+  explicit SerialGemmScope(bool active);
+  ~SerialGemmScope();
+  SerialGemmScope(const SerialGemmScope&) = delete;
+  SerialGemmScope& operator=(const SerialGemmScope&) = delete;
+
+ private:
+  bool active_;
+};
+
+// y[M,N] = x[M,K] · W[N,K]ᵀ + b (PyTorch Linear layout). `accumulate` adds into y instead of overwriting. Up to 4 rows
+// run as one GEMV per row, so a row's result does not depend on how many rows come with it.
 void linear(const float* x, int M, int K, const float* W, const float* b, int N, float* y, bool accumulate = false);
 
 // y = (x − μ)/√(σ² + eps) (· w + b when given), biased variance, per row of D. y may alias x.
@@ -31,7 +55,7 @@ void attention(const float* q, int q_stride, int Tq, const float* k, const float
 // Interleaved RoPE (pairs 2j, 2j+1) on n_heads heads of one row at integer position pos, inv_freq[hd/2].
 void rope_row(float* x, int n_heads, int hd, int pos, const float* inv_freq);
 
-// Number of worker threads the CPU path uses (OpenMP + OpenBLAS); 0 = all cores.
+// Number of worker threads the CPU path uses (OpenMP's pool); 0 = all cores.
 void set_num_threads(int n);
 
 }  // namespace cubeforge::cpu

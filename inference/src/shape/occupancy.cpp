@@ -176,7 +176,6 @@ void OccupancyDecoder::evaluate(const float* xyz, size_t n, float* out, const Ca
   std::atomic<bool> stop{false};
   std::exception_ptr err;
   const int threads = std::max(1, int(std::min<long>(nb, omp_get_max_threads())));
-  shape::BlasSingleThreadScope blas_scope(threads > 1);
 #pragma omp parallel num_threads(threads)
   {
     std::unique_ptr<Scratch> s;

@@ -2,7 +2,6 @@
 // sgemm-based attention and the OneDAutoEncoder transformer layers.
 #include "shape/shape_kernels.h"
 
-#include <cblas.h>
 #include <immintrin.h>
 #include <omp.h>
 
@@ -10,35 +9,10 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <mutex>
 
 #include "core/cpu_ops.h"
 
-extern "C" int openblas_get_num_threads(void);
-extern "C" void openblas_set_num_threads(int);
-
 namespace cubeforge::shape {
-
-namespace {
-std::mutex g_blas_mu;
-int g_blas_depth = 0;
-int g_blas_saved = 1;
-}  // namespace
-
-BlasSingleThreadScope::BlasSingleThreadScope(bool active) : active_(active) {
-  if (!active_) return;
-  std::lock_guard<std::mutex> lock(g_blas_mu);
-  if (g_blas_depth++ == 0) {
-    g_blas_saved = openblas_get_num_threads();
-    if (g_blas_saved != 1) openblas_set_num_threads(1);
-  }
-}
-
-BlasSingleThreadScope::~BlasSingleThreadScope() {
-  if (!active_) return;
-  std::lock_guard<std::mutex> lock(g_blas_mu);
-  if (--g_blas_depth == 0 && g_blas_saved != 1) openblas_set_num_threads(g_blas_saved);
-}
 
 bool worth_threading(int T, int W, int Tk) {
   // ≈ FLOPs of one layer: projections + MLP (12·W² per row) and attention (4·Tk·W per row).
@@ -268,14 +242,12 @@ void layer_norm_rows(const float* x, size_t M, int D, float eps, const float* w,
 
 void gemm_nt(int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb, float beta, float* C,
              int ldc) {
-  if (M <= 0 || N <= 0) return;
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  cpu::gemm(true, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 void gemm_nn(int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb, float beta, float* C,
              int ldc) {
-  if (M <= 0 || N <= 0) return;
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  cpu::gemm(false, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 void linear(const float* x, size_t M, int K, const float* W, const float* b, int N, float* y, bool accumulate) {

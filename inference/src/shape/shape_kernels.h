@@ -1,28 +1,13 @@
 // fp32 kernels of the shape stage (src/shape): vectorizable exp/GELU/SiLU, the phase-modulated Fourier embedding,
 // GEMM-based multi-head attention for many queries (no mask), and the tokenizer's transformer layers
 // (self-attention EncoderLayer and cross-attention layer with precomputed keys/values). Single-threaded unless
-// noted: the callers parallelise over batches; BLAS calls go through OpenBLAS sgemm.
+// noted: the callers parallelise over batches; GEMMs go through cpu::gemm (OpenBLAS on the calling thread, split over
+// OpenMP's threads when large and outside a parallel region).
 #pragma once
 #include <cstddef>
 #include <vector>
 
 namespace cubeforge::shape {
-
-// While alive (and `active`), OpenBLAS runs single-threaded. Used around regions whose own OpenMP workers issue
-// small GEMMs (the pthread build of OpenBLAS serialises concurrent callers on its shared pool, several times slower
-// than each worker computing inline) and around small problems where thread hand-offs cost more than they save
-// (especially on a loaded machine). Process-wide, since OpenBLAS has no per-thread setting: a GEMM issued meanwhile
-// by another thread runs single-threaded too. Nested/concurrent scopes are reference-counted.
-class BlasSingleThreadScope {
- public:
-  explicit BlasSingleThreadScope(bool active);
-  ~BlasSingleThreadScope();
-  BlasSingleThreadScope(const BlasSingleThreadScope&) = delete;
-  BlasSingleThreadScope& operator=(const BlasSingleThreadScope&) = delete;
-
- private:
-  bool active_;
-};
 
 // exp with ~1 ulp relative error on [-87, 88] (clamped outside), written so that GCC vectorizes loops over it.
 void exp_inplace(float* x, size_t n);
@@ -65,8 +50,8 @@ struct CrossAttnWeights {  // EncoderCrossAttentionLayer (no q/k norm, GELU MLP)
   const float *q_w, *q_b, *k_w, *k_b, *v_w, *v_b, *proj_w, *proj_b, *up_w, *up_b, *down_w, *down_b;
 };
 
-// h[T, W] ← EncoderLayer(h) (spec §8.2). parallel: OpenMP loops (call from a non-parallel region); BLAS threading
-// is whatever OpenBLAS is set to.
+// h[T, W] ← EncoderLayer(h) (spec §8.2). parallel: OpenMP loops (call from a non-parallel region); its GEMMs split
+// over the threads unless a cpu::SerialGemmScope is alive.
 void self_attn_layer(float* h, int T, int W, int n_heads, float ln_eps, const SelfAttnWeights& L, bool parallel);
 // True when a transformer layer over T rows of width W (against Tk keys) is big enough to be worth threading.
 bool worth_threading(int T, int W, int Tk);

@@ -89,7 +89,7 @@ Latents run_decoder(const ShapeWeights& w, const std::vector<float>& z, int T, c
     for (int d = 0; d < w.W; ++d) r[d] += p[d];
   }
   const bool par = shape::worth_threading(T, w.W, T);
-  shape::BlasSingleThreadScope serial(!par);
+  cpu::SerialGemmScope serial(!par);
   for (const auto& L : w.dec_layers) {
     throw_if_cancelled(cancel);
     shape::self_attn_layer(lat.data.data(), T, w.W, w.H, w.ln_eps, L, par);
@@ -364,7 +364,7 @@ std::vector<float> ShapeModel::encode_continuous(const std::vector<Vec3>& points
   const int T = w.enc_query_rows;
   std::vector<float> h(w.enc_query, w.enc_query + size_t(T) * W);
   const bool par = shape::worth_threading(T, W, int(std::max<size_t>(P, T)));
-  shape::BlasSingleThreadScope serial(!par);
+  cpu::SerialGemmScope serial(!par);
   for (const auto& L : w.enc_layers) {
     throw_if_cancelled(cancel);
     if (L.cross) {
