@@ -63,21 +63,22 @@ class DeviceAllocations {
   size_t bytes_ = 0;
 };
 
-// Shared-memory carveout of the GPT decode kernels (session 45; docs/cuda-gpt.md), CUBEFORGE_GPT_CARVEOUT:
-// - unset (the default): no preference; the driver's split, which depends on what ran on the SMs before (a shape
-//   stage's kernels slowed the next decode by ~0.7% on an H100);
+// Shared-memory carveout of the GPT decode kernels (sessions 45-46; docs/cuda-gpt.md), CUBEFORGE_GPT_CARVEOUT:
+// - unset (the default) = "one": the one-prompt qkv, attention and MLP kernels prefer the largest carveout. Session
+//   46 on an H100: one prompt -1.9% / -1.6% (v0.5 / v0.1), 4 prompts unchanged; left to the driver the split depends
+//   on what ran on the SMs before (a shape stage's kernels slowed the next decode by ~0.7%);
+// - "driver" (any word that names no group): no preference, the driver's split (the default before session 46);
 // - 0..100: that preference (percent of the maximum; the driver still takes what a kernel needs) for every kernel
-//   launched through launch(), set once before its first launch (carveout_knob). 100 on an H100: one prompt -1.3% /
-//   -1.6% (v0.1 / v0.5) and no slowdown after a shape stage, but 4 prompts +0.9% / +1.5%;
+//   launched through launch(), set once before its first launch (carveout_knob). 100 costs 4 prompts 1.6% (the
+//   multi-row attention wants L1);
 // - a comma list of kernel groups that prefer the largest carveout (carveout_group; the engine sets them,
 //   gpt_engine_upload.cuh): qkv1, attn1, mlp1 (the one-prompt kernels), qkv8, attn8, mlp8 (the multi-row ones),
-//   oproj and lm (both); "one" = qkv1,attn1,mlp1. Built to keep the first gain without the second loss and to find
-//   which multi-row kernel wants L1; not yet run on a GPU.
+//   oproj and lm (both); "one" = qkv1,attn1,mlp1. At 4 prompts only attn8 changes anything (+1.6%).
 constexpr int kCarveoutDriver = -1;
 inline const std::string& carveout_env() {
   static const std::string v = [] {
     const char* e = std::getenv("CUBEFORGE_GPT_CARVEOUT");
-    return std::string(e ? e : "");
+    return std::string(e && *e ? e : "one");
   }();
   return v;
 }
@@ -91,7 +92,7 @@ inline int carveout_knob() {
 }
 inline bool carveout_group(const std::string& group) {
   const std::string& e = carveout_env();
-  if (e.empty() || carveout_knob() >= 0) return false;  // unset, or a percentage for every kernel
+  if (carveout_knob() >= 0) return false;  // a percentage for every kernel
   size_t i = 0;
   while (i <= e.size()) {
     const size_t j = std::min(e.find(',', i), e.size());

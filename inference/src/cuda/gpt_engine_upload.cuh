@@ -251,9 +251,8 @@ void CudaGptEngine::Impl::alloc_buffers() {
   Gemv1QkvSm::prepare();
   Gemv1Down::prepare();
   Gemv1GateUp::prepare();
-  // CUBEFORGE_GPT_CARVEOUT=<groups> (cuda_common.cuh; session 45, not yet run on a GPU): the named kernels prefer
-  // the largest shared-memory carveout, set after the occupancies above were taken. With every kernel preferring it,
-  // one prompt was 1.3-1.6% faster on an H100 and 4 prompts 0.9-1.5% slower.
+  // The carveout groups (CUBEFORGE_GPT_CARVEOUT, cuda_common.cuh; by default "one"): the named kernels prefer the
+  // largest shared-memory carveout, set after the occupancies above were taken.
   constexpr int kMaxShared = cudaSharedmemCarveoutMaxShared;
   auto prefer = [](auto* kernel) {
     CF_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, kMaxShared));
