@@ -71,15 +71,13 @@ void gemm(bool b_rows_are_n, int M, int N, int K, float alpha, const float* A, i
   const int threads = split_threads(2.0 * M * N * K);
   if (threads == 1) return part(0, M, 0, N);
   // Split the larger side: by rows each thread packs all of B, by columns all of A.
-  if (M >= N) {
+  const bool by_rows = M >= N;
+  const int rows_per = (M + threads - 1) / threads;
 #pragma omp parallel for num_threads(threads) schedule(static)
-    for (int p = 0; p < threads; ++p) {
-      const int per = (M + threads - 1) / threads;
-      part(std::min(M, p * per), std::min(M, (p + 1) * per), 0, N);
-    }
-  } else {
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int p = 0; p < threads; ++p) {
+  for (int p = 0; p < threads; ++p) {
+    if (by_rows) {
+      part(std::min(M, p * rows_per), std::min(M, (p + 1) * rows_per), 0, N);
+    } else {
       const auto [n0, n1] = column_slice(N, threads, p);
       part(0, M, n0, n1);
     }

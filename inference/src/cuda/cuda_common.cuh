@@ -85,7 +85,7 @@ inline const std::string& carveout_env() {
 inline int carveout_knob() {
   static const int v = [] {
     const std::string& e = carveout_env();
-    if (e.empty() || e[0] < '0' || e[0] > '9') return kCarveoutDriver;
+    if (e[0] < '0' || e[0] > '9') return kCarveoutDriver;  // never empty: unset reads "one"
     return std::clamp(std::atoi(e.c_str()), 0, 100);
   }();
   return v;
