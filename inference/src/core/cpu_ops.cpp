@@ -84,21 +84,24 @@ void gemm(bool b_rows_are_n, int M, int N, int K, float alpha, const float* A, i
   }
 }
 
+namespace {
+// y ← b (or y += b when accumulating) per row; returns the beta the product is then added with.
+float fill_bias(int M, int N, const float* b, float* y, bool accumulate) {
+  if (!b) return accumulate ? 1.0f : 0.0f;
+  for (int i = 0; i < M; ++i) {
+    float* yi = y + size_t(i) * N;
+    if (accumulate)
+      for (int j = 0; j < N; ++j) yi[j] += b[j];
+    else
+      std::memcpy(yi, b, sizeof(float) * N);
+  }
+  return 1.0f;
+}
+}  // namespace
+
 void linear(const float* x, int M, int K, const float* W, const float* b, int N, float* y, bool accumulate) {
   if (M <= 0 || N <= 0) return;
-  float beta = 0.0f;
-  if (accumulate) {
-    beta = 1.0f;
-  }
-  if (b) {
-    if (accumulate) {
-      for (int i = 0; i < M; ++i)
-        for (int j = 0; j < N; ++j) y[size_t(i) * N + j] += b[j];
-    } else {
-      for (int i = 0; i < M; ++i) std::memcpy(y + size_t(i) * N, b, sizeof(float) * N);
-    }
-    beta = 1.0f;
-  }
+  const float beta = fill_bias(M, N, b, y, accumulate);
   if (M > kRowwiseMaxRows) return gemm(true, M, N, K, 1.0f, x, K, W, K, beta, y, N);
   // A few rows (the GPT decode's guided pair, CLIP's pooled row): one GEMV per row. sgemm packs W first, which at
   // M = 2 costs ~3x two GEMVs (OpenBLAS 0.3.21), and a row's result then does not depend on M. Large GEMVs (the
@@ -112,6 +115,12 @@ void linear(const float* x, int M, int K, const float* W, const float* b, int N,
       cblas_sgemv(CblasRowMajor, CblasNoTrans, n1 - n0, K, 1.0f, W + size_t(n0) * K, K, x + size_t(i) * K, 1, beta,
                   y + size_t(i) * N + n0, 1);
   }
+}
+
+void linear_one_gemm(const float* x, int M, int K, const float* W, const float* b, int N, float* y, bool accumulate) {
+  if (M <= 0 || N <= 0) return;
+  const float beta = fill_bias(M, N, b, y, accumulate);
+  gemm(true, M, N, K, 1.0f, x, K, W, K, beta, y, N);
 }
 
 void layer_norm(const float* x, int M, int D, float eps, const float* w, const float* b, float* y) {

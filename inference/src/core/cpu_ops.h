@@ -33,6 +33,10 @@ class SerialGemmScope {
 // y[M,N] = x[M,K] · W[N,K]ᵀ + b (PyTorch Linear layout). `accumulate` adds into y instead of overwriting. Up to 4 rows
 // run as one GEMV per row, so a row's result does not depend on how many rows come with it.
 void linear(const float* x, int M, int K, const float* W, const float* b, int N, float* y, bool accumulate = false);
+// The same product always through gemm(), whatever M: the shape stage's path, so that a point's occupancy takes the
+// same arithmetic in a chunk of 3 points as in one of 4096 (never the per-row GEMVs above).
+void linear_one_gemm(const float* x, int M, int K, const float* W, const float* b, int N, float* y,
+                     bool accumulate = false);
 
 // y = (x − μ)/√(σ² + eps) (· w + b when given), biased variance, per row of D. y may alias x.
 void layer_norm(const float* x, int M, int D, float eps, const float* w, const float* b, float* y);

@@ -9,6 +9,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
+#include <stdexcept>
 
 #include "core/cpu_ops.h"
 
@@ -251,19 +253,8 @@ void gemm_nn(int M, int N, int K, float alpha, const float* A, int lda, const fl
 }
 
 void linear(const float* x, size_t M, int K, const float* W, const float* b, int N, float* y, bool accumulate) {
-  if (M == 0) return;
-  float beta = accumulate ? 1.0f : 0.0f;
-  if (b) {
-    for (size_t i = 0; i < M; ++i) {
-      float* yi = y + i * N;
-      if (accumulate)
-        for (int j = 0; j < N; ++j) yi[j] += b[j];
-      else
-        std::memcpy(yi, b, sizeof(float) * N);
-    }
-    beta = 1.0f;
-  }
-  gemm_nt(int(M), N, K, 1.0f, x, K, W, K, beta, y, N);
+  if (M > size_t(std::numeric_limits<int>::max())) throw std::length_error("shape::linear: too many rows");
+  cpu::linear_one_gemm(x, int(M), K, W, b, N, y, accumulate);
 }
 
 void attention_gemm(const float* q, int q_stride, int Tq, const float* k, int k_stride, const float* v, int v_stride,
