@@ -348,9 +348,13 @@ void Controller::finish_done(const JobEvent& ev, const JobView& v, const std::st
   if (n > 1) text += " (variation " + std::to_string(shown->variation + 1) + ")";
   if (last_.placed != kNoEntity) text += "; placed (Ctrl+Z undoes it)";
   const int others = int(last_.history_ids.size()) - (last_.placed != kNoEntity ? 1 : 0);
-  if (n > 1 && others > 0)
-    text += last_.placed != kNoEntity ? "; the other " + std::to_string(others) + " are in the history to place"
-                                      : "; all " + std::to_string(others) + " are in the history to place";
+  if (n > 1 && others > 0) {
+    const bool placed = last_.placed != kNoEntity;
+    if (others == 1)
+      text += placed ? "; the other one is in the history to place" : "; it is in the history to place";
+    else
+      text += (placed ? "; the other " : "; all ") + std::to_string(others) + " are in the history to place";
+  }
   message(MsgLevel::Info, text);
 }
 

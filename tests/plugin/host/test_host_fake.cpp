@@ -463,6 +463,18 @@ TEST(AiHost, VariationsWithoutPlacingKeepThemAllInTheHistory) {
   EXPECT_NE(ed.all_messages().find("all 2 are in the history"), std::string::npos) << ed.all_messages();
 }
 
+TEST(AiHost, TwoVariationsPlacedPointAtTheOtherOne) {
+  FakeSetup s("variations_two");
+  Editor& ed = *s.ed;
+  json r = ed.cmd("ai.generate", {{"prompt", "a crate"}, {"top_p", true}, {"variations", 2}});
+  ASSERT_TRUE(r["ok"].get<bool>()) << r.dump();
+  ASSERT_TRUE(ed.wait_idle());
+  EXPECT_EQ(ed.doc.scene().size(), 1u);
+  EXPECT_NE(ed.all_messages().find("the other one is in the history to place"), std::string::npos)
+      << ed.all_messages();
+  EXPECT_EQ(ed.all_messages().find("the other 1 "), std::string::npos) << ed.all_messages();
+}
+
 TEST(AiHost, VariationsNeedTopPAndARange) {
   FakeSetup s("variations_check");
   Editor& ed = *s.ed;
