@@ -5,12 +5,14 @@
 # (final_table.sh). H100 bisection results are in docs/cuda-gpt.md, session 46; only the H200 is new there.
 # Carry .devcarry/shape-xz (a shape build; CF_COMMIT names its commit). ~1.5 min on an H100, ~5-6 min on an H200
 # (there the final table's cuda-check is the one run).
-# Usage (device tool, repo root): CF_COMMIT=<hash> bash tools/device/s47_call1.sh
+# H200_ONLY=1: on any other card run nothing (when the H100 part has already run).
+# Usage (device tool, repo root): [H200_ONLY=1] CF_COMMIT=<hash> bash tools/device/s47_call1.sh
 set -uo pipefail
 . tools/device/common.sh
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader)
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+case "$gpu" in *H200*) ;; *) [ "${H200_ONLY:-0}" = 1 ] && { echo "not an H200 (H200_ONLY=1): nothing run"; exit 0; } ;; esac
 unpack_xz .devcarry/shape-xz/cubeforge-gen.xz /tmp/cfg || exit 1
 case "$gpu" in
   *H200*) echo "(cuda-check v0.1 under the default carveout: in the final table below)" ;;
