@@ -27,7 +27,7 @@
 // weights not streamed (--nostream) the layer still takes 34.2 us, more than the engine's layer with its weights in L2;
 // a stage inside a phase costs ~0.8 us there against 0.43 in the consume-only loop. Session 45 (H100, attention_phase's
 // arguments by value, no local memory in the layer loop): free weights 28.4 us (MMA) / 31.0 (FMA), streamed still 43;
-// --ahead 8 / 16 / 24 slower (57.8 / 69.7 / 70.6 us) (tools/device/s45_proto.sh, s45_proto_ahead.sh).
+// --ahead 8 / 16 / 24 slower (57.8 / 69.7 / 70.6 us) (tools/device/sessions/s45_proto.sh, s45_proto_ahead.sh).
 // Besides the full layer, each run times the same schedule with consumers that only take and free each stage (the
 // schedule's byte bound), and with consumers that run every stage through the GEMV's dot products and nothing else
 // (the consumers' own rate; once more without the cross-proxy fence that frees a slot). --nostream adds the full layer

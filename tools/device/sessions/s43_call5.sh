@@ -4,7 +4,7 @@
 # shape build of the same commit, tools/device/build_cuda_shape.sh then xz): the same runs as s43_call4.sh and a
 # 4-layer check; then the e2e decode on the bench's weights and conditioning (--e2e-weights bench) beside the default
 # ones and beside the bench, all with engines for 2 rows: is the e2e decode's ~1.2% over the bench the values?
-# Usage (device tool, repo root): bash tools/device/s43_call5.sh
+# Usage (device tool, repo root): bash tools/device/sessions/s43_call5.sh
 set -uo pipefail
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
 B=.devcarry/proto/persist_proto

@@ -4,7 +4,7 @@
 # a phase still cost ~0.8 us with free weights (session 43: 34.2 us per layer, the consumers alone 0.4 us a stage)?
 # The 4-layer check first, then the full layer streamed and with free weights (--nostream), FMA and MMA consumers.
 # Carry .devcarry/proto (persist_proto built with the command in its header).
-# Usage (device tool, repo root): bash tools/device/s45_proto.sh
+# Usage (device tool, repo root): bash tools/device/sessions/s45_proto.sh
 set -uo pipefail
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
 B=.devcarry/proto/persist_proto

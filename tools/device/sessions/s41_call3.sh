@@ -17,4 +17,4 @@ else
   CONFIGS="$B $N $N,$P=2 $N,$P=2,$Q=4 $N,$P=3,$Q=3"
 fi
 CONFIGS="$CONFIGS" REPS=${REPS:-2} TL=${TL:-0} bash tools/device/env_ab.sh
-if echo "$name" | grep -q H200; then FINAL=0 REPS=1 CF_COMMIT=c046adc bash tools/device/s40_call3.sh; fi
+if echo "$name" | grep -q H200; then FINAL=0 REPS=1 CF_COMMIT=c046adc bash tools/device/sessions/s40_call3.sh; fi

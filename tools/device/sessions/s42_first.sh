@@ -5,7 +5,7 @@
 # (2) why v0.5's prompt -> mesh decode ran 1.4% above the bench on session 41's H200: the engine's row capacity,
 #     `--e2e-rows 2 / 8 / 16`, alternating twice (8 is the editor's, 16 the bench's);
 # (3) prompt -> mesh at rb 7 and 9 (final_table.sh's other rows).
-# Usage (device tool, repo root): CF_COMMIT=<hash> bash tools/device/s42_first.sh
+# Usage (device tool, repo root): CF_COMMIT=<hash> bash tools/device/sessions/s42_first.sh
 set -uo pipefail
 . tools/device/common.sh
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}

@@ -7,4 +7,4 @@ set -uo pipefail
 name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 echo "card: $name"
 echo "$name" | grep -q H200 || { echo "not an H200: nothing run"; exit 0; }
-CF_COMMIT=${CF_COMMIT:?commit} bash tools/device/s40_call1.sh
+CF_COMMIT=${CF_COMMIT:?commit} bash tools/device/sessions/s40_call1.sh

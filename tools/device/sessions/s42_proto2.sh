@@ -2,7 +2,7 @@
 # Session 42, second prototype call: persist_proto with its GEMV inputs in registers (bf16, as the reference's autocast)
 # (168 registers: 224 did not fit 288 threads): the check, ring depths, polling backoff, a short prefix, 4 splits; then the
 # engine's per-kernel timeline on the same machine. Usage (device tool, repo root):
-#   bash tools/device/s42_proto2.sh
+#   bash tools/device/sessions/s42_proto2.sh
 set -uo pipefail
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
 B=.devcarry/proto/persist_proto

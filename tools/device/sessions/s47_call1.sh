@@ -5,7 +5,7 @@
 # driver / one. On any other card (unless H200_ONLY=1, which then runs nothing): cuda-check v0.1 under "one" (session
 # 23's digests expected) and the decode after a shape stage under driver / one.
 # Carry .devcarry/shape-xz (a shape build; CF_COMMIT names its commit). ~1 min on an H100, ~5 min on an H200.
-# Usage (device tool, repo root): [H200_ONLY=1] CF_COMMIT=<hash> bash tools/device/s47_call1.sh
+# Usage (device tool, repo root): [H200_ONLY=1] CF_COMMIT=<hash> bash tools/device/sessions/s47_call1.sh
 set -uo pipefail
 . tools/device/common.sh
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}

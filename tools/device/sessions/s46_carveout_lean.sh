@@ -3,7 +3,7 @@
 # after refused starts): the GPT carveout by kernel group, "one" against none and all (100) at 1 and 4 prompts, and
 # each multi-row group alone at 4 prompts (v0.5), then "one" at v0.1. A carveout preference changes no arithmetic
 # (session 45: cuda-check with 100 gave session 23's digests). Carry .devcarry/shape-xz.
-# Usage (device tool, repo root): bash tools/device/s46_carveout_lean.sh
+# Usage (device tool, repo root): bash tools/device/sessions/s46_carveout_lean.sh
 set -uo pipefail
 . tools/device/common.sh
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}

@@ -6,7 +6,7 @@
 # handles) is the cause; if it matches the e2e with it, the cause is in how the e2e drives the engine. Call 9 found
 # both equal to the bench, so the same decodes follow a shape stage at rb 7 / 8 (--e2e-shape-rb), each decode with its
 # ms per step in its first 4 chunks, the rest, and the last quarter: a transient after the shape stage or the whole.
-# Carry .devcarry/shape-xz (the shape build with --e2e-decodes). Usage (device tool): bash tools/device/s45_e2e_decode.sh
+# Carry .devcarry/shape-xz (the shape build with --e2e-decodes). Usage (device tool): bash tools/device/sessions/s45_e2e_decode.sh
 set -uo pipefail
 . tools/device/common.sh
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}

@@ -8,7 +8,7 @@
 # Since session 46 an unset or empty CUBEFORGE_GPT_CARVEOUT means "one" (the default); "driver" is the driver's
 # choice, which this script names where it first meant unset (with a build older than session 46, "driver" equals
 # unset there too: it names no group).
-# Usage (device tool, repo root): bash tools/device/s45_carveout3.sh
+# Usage (device tool, repo root): bash tools/device/sessions/s45_carveout3.sh
 set -uo pipefail
 . tools/device/common.sh
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}

@@ -3,7 +3,7 @@
 # commit's tools/device/persist_proto.cu with the command in its header): is the prototype bound by its consumers?
 # Each run times the full layer, the stream alone, and the consumers alone with and without the cross-proxy fence;
 # first a warp per weight row (session 42's measured build), then the GEMVs on tensor cores (--mma, never run yet:
-# its checks come first). Usage (device tool, repo root): bash tools/device/s42_proto3.sh
+# its checks come first). Usage (device tool, repo root): bash tools/device/sessions/s42_proto3.sh
 set -uo pipefail
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
 B=.devcarry/proto/persist_proto

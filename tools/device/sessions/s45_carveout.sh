@@ -4,7 +4,7 @@
 # stage's cuBLASLt kernels leave behind? CUBEFORGE_GPT_CARVEOUT (cuda_common.cuh) sets the GPT kernels' preferred
 # carveout: 100 (max shared) should reproduce the slowdown without a shape stage if so; 0 (max L1, the driver still
 # gives what a kernel needs) may remove it after one. Carry .devcarry/shape-xz.
-# Usage (device tool, repo root): bash tools/device/s45_carveout.sh
+# Usage (device tool, repo root): bash tools/device/sessions/s45_carveout.sh
 set -uo pipefail
 . tools/device/common.sh
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}

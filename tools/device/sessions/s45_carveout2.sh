@@ -3,7 +3,7 @@
 # one prompt, and the decode no longer slowed by a shape stage before it) checked and priced: cuda-check v0.1 with it
 # (the digests must be session 23's: no arithmetic changes), the GPT bench of v0.1 and v0.5 at 1 and 4 prompts
 # without and with it, and prompt -> mesh v0.5 rb 8 with it. Carry .devcarry/shape-xz.
-# Usage (device tool, repo root): bash tools/device/s45_carveout2.sh
+# Usage (device tool, repo root): bash tools/device/sessions/s45_carveout2.sh
 set -uo pipefail
 . tools/device/common.sh
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}

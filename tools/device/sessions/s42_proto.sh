@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 42: the persistent layer prototype (tools/device/persist_proto.cu, carried as .devcarry/proto/persist_proto)
 # against the engine's one-prompt step on the same machine (the shape build of main, .devcarry/shape-xz).
-# Usage (device tool, repo root): bash tools/device/s42_proto.sh
+# Usage (device tool, repo root): bash tools/device/sessions/s42_proto.sh
 set -uo pipefail
 . tools/device/common.sh
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}

@@ -5,7 +5,7 @@
 # the bench, each with its mean SM clock and power over the samples with the GPU busy (50 ms sampling) and the busy
 # samples' clocks as a histogram. The e2e's previews runs (after its rows) are in its window too: a reduced clock in
 # only some samples shows up in the histogram.
-# Usage (device tool, repo root, carry .devcarry/shape-xz): bash tools/device/s45_clock.sh
+# Usage (device tool, repo root, carry .devcarry/shape-xz): bash tools/device/sessions/s45_clock.sh
 set -uo pipefail
 . tools/device/common.sh
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}

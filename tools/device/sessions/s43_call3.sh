@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 43, the short form of s43_call2.sh (1b14f10, since removed) for a small remaining budget: the prototype's
 # free-weights bound for both GEMV paths and the L2 prefetch ahead of the ring, then one bench / e2e pair (v0.5).
-# Usage (device tool, repo root; carry .devcarry/proto and .devcarry/shape-xz): bash tools/device/s43_call3.sh
+# Usage (device tool, repo root; carry .devcarry/proto and .devcarry/shape-xz): bash tools/device/sessions/s43_call3.sh
 set -uo pipefail
 . tools/device/common.sh
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}

@@ -3,7 +3,7 @@
 # its last quarter, not a transient): is it what the shape stage leaves on the GPU (then a tiny stage at rb 4 does it
 # too, and it may fade with idle time) or the GPU's power and thermal state after the stage's tensor-core work (then rb
 # 4 does not, and 2 s of idle clears it)? Each configuration with the clock event reasons, SM clock and power sampled.
-# Carry .devcarry/shape-xz. Usage (device tool, repo root): bash tools/device/s45_e2e_state.sh
+# Carry .devcarry/shape-xz. Usage (device tool, repo root): bash tools/device/sessions/s45_e2e_state.sh
 set -uo pipefail
 . tools/device/common.sh
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}

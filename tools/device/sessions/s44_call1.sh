@@ -7,7 +7,7 @@
 # open question: is the e2e decode's ~1.2% over the bench the weights' values? each run with its mean SM clock and
 # power under load, since values that toggle more bits can draw more power and lower the clock).
 # SHORT=1: the check and env_ab without timelines only (a short device budget).
-# Usage (device tool, repo root): bash tools/device/s44_call1.sh
+# Usage (device tool, repo root): bash tools/device/sessions/s44_call1.sh
 # Session 45 ran it (docs/cuda-gpt.md, session 45) and then removed the knob: on later builds knob 1 = knob 0.
 set -uo pipefail
 . tools/device/common.sh
