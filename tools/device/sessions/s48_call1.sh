@@ -4,7 +4,8 @@
 # 2 = once the block's last weight stage is requested), A/B'd by env_ab.sh in one binary: cuda-check tiny per
 # configuration (a prefetch changes no arithmetic: the digests must agree), two rounds of quick benches (v0.1, v0.5 at
 # 1 and 4 prompts; only the 4-prompt runs use the multi-row MLP), then each configuration's timeline at v0.5, 4 prompts.
-# With FINAL=1 on an H200 the final table (final_table.sh) runs first. ~4 min (H100) of command, ~9 with FINAL=1.
+# The fourth configuration lifts the cap (56 MB: every prefix up to v0.5's last position). With FINAL=1 on an H200
+# the final table (final_table.sh) runs first. ~5 min (H100) of command, ~10 with FINAL=1.
 # Carry .devcarry/shape-xz (the shape build of CF_COMMIT).
 # Usage (device tool, repo root): [FINAL=1] [CONFIGS="..."] CF_COMMIT=<hash> bash tools/device/sessions/s48_call1.sh
 set -uo pipefail
@@ -20,5 +21,6 @@ if [ "${FINAL:-0}" = 1 ]; then
 fi
 BIN=/tmp/cfg-s48
 unpack_xz .devcarry/shape-xz/cubeforge-gen.xz "$BIN" || exit 1
-BIN=$BIN CONFIGS=${CONFIGS:-"CUBEFORGE_GPT_KVPF=0 CUBEFORGE_GPT_KVPF=1 CUBEFORGE_GPT_KVPF=2"} REPS=${REPS:-2} \
+DEF="CUBEFORGE_GPT_KVPF=0 CUBEFORGE_GPT_KVPF=1 CUBEFORGE_GPT_KVPF=2 CUBEFORGE_GPT_KVPF=1,CUBEFORGE_GPT_KVPF_MB=56"
+BIN=$BIN CONFIGS=${CONFIGS:-$DEF} REPS=${REPS:-2} \
   TL_MODEL=v0.5 TL_BATCH=4 bash tools/device/env_ab.sh
