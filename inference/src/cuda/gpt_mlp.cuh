@@ -8,6 +8,7 @@
 #pragma once
 #include "gpt_gemv.cuh"
 #include "fast_div.h"
+#include "gpt_kv_prefetch.h"
 #include "gpt_mlp_layout.h"
 
 namespace cubeforge::cuda::detail {
@@ -37,19 +38,15 @@ struct KvPrefetch {
   unsigned long long cap;    // bytes at most, taken from the last (row, head) backwards (the attention's last wave)
 };
 constexpr unsigned KVPF_CHUNK = 16384;  // bytes per prefetch instruction
-// The producer warp of block b: ranges (K or V of one (row, head): slots [first own, cur)) b, b + MLP_NB, ..., in
-// the order last row first, each in 16 KB pieces over the 32 lanes. Rows whose cond slots the attention reads from
-// the shared prefix rows (prefix_rows, AttnParams) start at the split holding slot coff, as the attention does.
+// The producer warp of block b requests ranges b, b + MLP_NB, ... (kv_prefetch_range, gpt_kv_prefetch.h), each in
+// 16 KB pieces over its 32 lanes.
 __device__ __forceinline__ void kv_prefetch(const KvPrefetch& k, int R, int b, int lane) {
-  const int cur = k.coff + __ldcg(&k.dyn->pos);
-  const int own0 = k.prefix_rows ? (k.coff / ACH) * ACH : 0;
-  const unsigned long long per = (unsigned long long)(cur - own0) * HD * sizeof(bf16);
-  for (int i = b; i < R * H * 2; i += MLP_NB) {
-    if ((unsigned long long)i * per >= k.cap) break;
-    const int rh = R * H - 1 - i / 2, r = rh / H;
-    const int s0 = (k.prefix_rows && r != 0 && r != k.prefix_rows) ? own0 : 0;
-    const bf16* base = ((i & 1) ? k.vc : k.kc) + ((size_t)rh * k.T + s0) * HD;
-    const unsigned bytes = (unsigned)(cur - s0) * HD * sizeof(bf16);
+  const int pos = __ldcg(&k.dyn->pos);
+  KvPfRange rg{};
+  for (int i = b; kv_prefetch_range(i, R, H, k.coff, pos, k.prefix_rows, ACH, k.cap, HD * sizeof(bf16), rg);
+       i += MLP_NB) {
+    const bf16* base = (rg.values ? k.vc : k.kc) + ((size_t)rg.rh * k.T + rg.first) * HD;
+    const unsigned bytes = (unsigned)(rg.end - rg.first) * HD * sizeof(bf16);
     for (unsigned off = lane * KVPF_CHUNK; off < bytes; off += 32 * KVPF_CHUNK)
       bulk_prefetch_l2(reinterpret_cast<const char*>(base) + off, min(KVPF_CHUNK, bytes - off));
   }
