@@ -149,11 +149,6 @@ std::unique_ptr<CudaGptEngine> CudaGptEngine::create(const GptConfig& cfg, int n
   if (const char* qb = std::getenv("CUBEFORGE_GPT_QKV_BLOCKS")) m.qkv_blocks = std::max(0, std::atoi(qb));
   if (const char* qb = std::getenv("CUBEFORGE_GPT_QKV_BLOCKS_WIDE")) m.qkv_blocks_wide = std::max(0, std::atoi(qb));
   if (const char* sr = std::getenv("CUBEFORGE_GPT_ATTN_SPREAD_ROWS")) m.attn_spread_rows = std::atoi(sr);
-  if (const char* kp = std::getenv("CUBEFORGE_GPT_KVPF")) m.kvpf_mode = std::clamp(std::atoi(kp), 0, 2);
-  if (const char* kp = std::getenv("CUBEFORGE_GPT_KVPF_MB")) m.kvpf_mb = std::max(0, std::atoi(kp));
-  if (opts.verbose && m.kvpf_mode)
-    std::fprintf(stderr, "cubeforge cuda: the multi-row MLP prefetches the next layer's keys and values (mode %d, "
-                         "at most %d MB)\n", m.kvpf_mode, m.kvpf_mb);
   if (opts.verbose)
     std::fprintf(stderr, "cubeforge cuda: decode GEMVs: one-round qkv (and gate-up / down-proj where the MLP is not "
                          "fused) at <= 8 rows, persistent otherwise; %s weights, activations %s; L2 %d MB%s%s\n",

@@ -111,11 +111,6 @@ __device__ __forceinline__ void bulk_g2s_hint(void* dst, const void* src, unsign
       : "memory");
 }
 
-// Bulk prefetch of [src, src + bytes) into L2 (bytes % 16 == 0, src 16-byte aligned; no completion to wait for).
-__device__ __forceinline__ void bulk_prefetch_l2(const void* src, unsigned bytes) {
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src), "r"(bytes) : "memory");
-}
-
 // A consumer warp frees a ring slot it has read: its generic-proxy reads are ordered before the bulk copies (async
 // proxy) that will refill the slot by a cross-proxy fence in every lane, then one arrival per warp.
 __device__ __forceinline__ void ring_release(uint64_t* empty) {

@@ -148,11 +148,6 @@ struct CudaGptEngine::Impl {
   // (measurement knob CUBEFORGE_GPT_ATTN_SPREAD_ROWS, 0 = never). Measured: one prompt -0.7% / -1.4% (v0.1 / v0.5);
   // 4 rows +0.8% / -0.8% (one run each: not taken); 8 rows +0.8% / +2.4%.
   int attn_spread_rows = 2;
-  // Session 48: the multi-row fused MLP prefetches the next dual layer's keys and values into L2 (KvPrefetch,
-  // gpt_mlp.cuh); measurement knobs CUBEFORGE_GPT_KVPF (0 off, the default; 1 / 2: the mode) and _KVPF_MB (cap).
-  // kv_next_k / _v: the next attention's caches while a dual layer's MLP is enqueued, else null.
-  int kvpf_mode = 0, kvpf_mb = 24;
-  bf16 *kv_next_k = nullptr, *kv_next_v = nullptr;
   // The instantiation for r rows: M16 above 8 rows, WIDE above 2 (unless switched off), the one-prompt kernel else.
   using MlpKernel = void (*)(MlpParams);
   static constexpr MlpKernel kMlpKernels[3] = {mlp_kernel<false, false>, mlp_kernel<false, true>,

@@ -96,8 +96,6 @@ void CudaGptEngine::Impl::block_step(const StreamW& w, bf16* k_l, bf16* v_l, int
     m.pre = mlp_pre(m.nst);
     m.spin_limit = 1ull << 24;
     m.nred = mlp_reducers(R);
-    if (kvpf_mode && R > 2 && kv_next_k)
-      m.kv = {kv_next_k, kv_next_v, dyn, Tdual, s, prefix_rows(), kvpf_mode, (unsigned long long)kvpf_mb << 20};
     if (mlp_ph && diag_tl && !single_now && cur_layer == L / 2 && !step0_now && R <= 2) {
       m.ph = mlp_ph;
       ph_kseq = kseq;
@@ -138,14 +136,11 @@ void CudaGptEngine::Impl::enqueue_step(const StepKind& k) {
     cur_layer = l;
     const bool last = (l == L - 1);
     const float* add2 = (last && !k.step0 && !k.causal) ? sconst : nullptr;
-    kv_next_k = last ? nullptr : kc_layer(kc, l + 1);
-    kv_next_v = last ? nullptr : kc_layer(vc, l + 1);
     // diagnostic bit 19: every dual layer reads layer 0's weights (with the GEMVs' 2 MB windows they stay in L2)
     block_step(layers[diag_l2w ? 0 : l].x, kc_layer(kc, l), kc_layer(vc, l), Tdual, s, maxs_dual, true, add2, nullptr);
   }
   const bool sattn = k.step0 || k.causal;
   single_now = true;
-  kv_next_k = kv_next_v = nullptr;
   block_step(single, skc, svc, N, 0, maxs_single, sattn, nullptr, k.step0 ? sconst : nullptr);
   GemvParams p = base_params();
   p.W = lm;

@@ -8,7 +8,6 @@
 #pragma once
 #include "gpt_gemv.cuh"
 #include "fast_div.h"
-#include "gpt_kv_prefetch.h"
 #include "gpt_mlp_layout.h"
 
 namespace cubeforge::cuda::detail {
@@ -25,33 +24,6 @@ constexpr int MLP_HST = MLP_HS + 8;                // row stride of the hidden a
 static_assert(MLP_GU_ST * MLP_GU_CPS * 32 == D, "gate/up stages cover K (the down-proj tiling: gpt_mlp_layout.h)");
 static_assert(MLP_NB % MLP_SUBSETS == 0 && 2 * MLP_NB >= D / 8, "reduction: at most two output groups per block");
 
-// Session 48: the next dual layer's cached keys and values (its decode attention's prefix) requested into L2 by the
-// multi-row fused MLP's producer warp, so that the attention after it reads them from L2 (at 8 rows the attention's
-// blocks cannot be resident before the qkv ends and request ~25 MB from DRAM then). Measurement knob
-// CUBEFORGE_GPT_KVPF (mode) / CUBEFORGE_GPT_KVPF_MB (cap); off by default until measured.
-struct KvPrefetch {
-  const bf16* kc;            // the next attention's caches [R][H][T][HD] (rotated keys, values), or null: off
-  const bf16* vc;
-  const Dyn* dyn;            // the position (written by the previous step's last kernels)
-  int T, coff, prefix_rows;  // as AttnParams
-  int mode;                  // 1: with the weight requests before the wait; 2: once every weight stage is requested
-  unsigned long long cap;    // bytes at most, taken from the last (row, head) backwards (the attention's last wave)
-};
-constexpr unsigned KVPF_CHUNK = 16384;  // bytes per prefetch instruction
-// The producer warp of block b requests ranges b, b + MLP_NB, ... (kv_prefetch_range, gpt_kv_prefetch.h), each in
-// 16 KB pieces over its 32 lanes.
-__device__ __forceinline__ void kv_prefetch(const KvPrefetch& k, int R, int b, int lane) {
-  const int pos = __ldcg(&k.dyn->pos);
-  KvPfRange rg{};
-  for (int i = b; kv_prefetch_range(i, R, H, k.coff, pos, k.prefix_rows, ACH, k.cap, HD * sizeof(bf16), rg);
-       i += MLP_NB) {
-    const bf16* base = (rg.values ? k.vc : k.kc) + ((size_t)rg.rh * k.T + rg.first) * HD;
-    const unsigned bytes = (unsigned)(rg.end - rg.first) * HD * sizeof(bf16);
-    for (unsigned off = lane * KVPF_CHUNK; off < bytes; off += 32 * KVPF_CHUNK)
-      bulk_prefetch_l2(reinterpret_cast<const char*>(base) + off, min(KVPF_CHUNK, bytes - off));
-  }
-}
-
 struct MlpParams {
   GemvParams g;               // R, split, X / stats / eps (the LN input), resid, stats_out, add2, save_y, tl
   const bf16* Wgu;            // [2F][D] blocked, gate/up rows interleaved in 8-row groups (as the gate/up GEMV)
@@ -66,7 +38,6 @@ struct MlpParams {
   unsigned long long spin_limit;  // polls of the final wait before the kernel traps (a block never arrived)
   int nred;                   // the last nred blocks to arrive sum the partials, the others leave (mlp_reducers)
   unsigned long long* ph;     // phase stamps [MLP_NB][MLP_PH] (diagnostics, CF_DIAG_PHASES) or null
-  KvPrefetch kv;              // the next attention's prefix into L2 (multi-row kernels only; kv.kc null: off)
 };
 // Phase stamps (diagnostics: built with -DCF_DIAG_PHASES, on with the timeline, bit 21; compiled out otherwise): per
 // block %globaltimer at 10 phases (words 0-9, named by the host's mlp_phase_report), its arrival rank (word
@@ -165,9 +136,6 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
     mbar_fence_init();
     for (int i = 0; i < p.pre; ++i) issue(i, i % S);  // weights only: nothing the predecessor writes
   }
-  // keys and values of earlier steps and the position: nothing the predecessor writes either
-  if constexpr (WIDE)
-    if (producer && p.kv.kc && p.kv.mode == 1) kv_prefetch(p.kv, R, b, lane);
   // biases of this thread's SwiGLU units (e = tid, tid + 384) and of its output column in the final sum, also
   // requested before the wait (weights)
   float gb[2] = {0.f, 0.f}, ub[2] = {0.f, 0.f};
@@ -224,8 +192,6 @@ __global__ void __launch_bounds__(MLP_THREADS, WIDE ? 1 : 2) mlp_kernel(const Ml
     mlp_phase(p, 6, MLP_CW * 32);
     if (TAGS && lane == 0) arrival_rank = (int)(atomicAdd(p.ctr, 1ull) % MLP_NB);
     __syncwarp();
-    if constexpr (WIDE)
-      if (p.kv.kc && p.kv.mode == 2) kv_prefetch(p.kv, R, b, lane);
   } else {
     const bool split = p.g.split != 0;
     // ---- gate/up: this warp's 8 rows (interleaved rows 96 b + 8 warp ..) over the whole K --------------------

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Session 48, first device call: the multi-row fused MLP's prefetch of the next layer's keys and values into L2
-# (KvPrefetch, gpt_mlp.cuh; CUBEFORGE_GPT_KVPF 0 = off, the default / 1 = with the weight requests before the wait /
+# Session 48, first device call (ran on an H100: refuted, and the code removed after 21b024d, so it needs a build of
+# 21b024d or earlier): the multi-row fused MLP's prefetch of the next layer's keys and values into L2 (gpt_mlp.cuh,
+# CUBEFORGE_GPT_KVPF 0 = off, the default / 1 = with the weight requests before the wait /
 # 2 = once the block's last weight stage is requested), A/B'd by env_ab.sh in one binary: cuda-check tiny per
 # configuration (a prefetch changes no arithmetic: the digests must agree), two rounds of quick benches (v0.1, v0.5 at
 # 1 and 4 prompts; only the 4-prompt runs use the multi-row MLP), then each configuration's timeline at v0.5, 4 prompts.
