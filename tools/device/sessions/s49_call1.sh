@@ -4,8 +4,10 @@
 # then, while the deadline allows, the per-card knobs again under "one" (they were chosen on the H200 in session 39,
 # under the driver's carveout): alternating quick benches (batches 1 and 4) of the default, the driver's carveout,
 # six MLP ring slots (the H100's 3-8-row depth; the H200's is 5) and both early triggers (the H100's setting).
-# Carry .devcarry/shape-xz (a shape build; CF_COMMIT names its commit). ~8 min on an H200.
-# Usage (device tool, repo root): CF_COMMIT=<hash> bash tools/device/sessions/s49_call1.sh
+# QUICK=1 (for a call with little budget left): no final table, and only the default and the driver's carveout.
+# Carry .devcarry/shape-xz (a shape build; CF_COMMIT names its commit). ~8 min on an H200 (QUICK=1: ~1.5 min).
+# Usage (device tool, repo root):
+#   [QUICK=1] [SHAPE_STAGES=e2e] [DEADLINE=s] CF_COMMIT=<hash> bash tools/device/sessions/s49_call1.sh
 set -uo pipefail
 . tools/device/common.sh
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
@@ -16,15 +18,20 @@ case "$(nvidia-smi --query-gpu=name --format=csv,noheader)" in
   *H200*) ;;
   *) echo "not an H200: nothing run"; exit 0 ;;
 esac
-CF_COMMIT=${CF_COMMIT:-unknown} bash tools/device/final_table.sh
-cp .devcarry/cuda-shape/cubeforge-gen /tmp/cfg
+if [ "${QUICK:-0}" = 1 ]; then
+  unpack_xz .devcarry/shape-xz/cubeforge-gen.xz /tmp/cfg || exit 1
+else
+  CF_COMMIT=${CF_COMMIT:-unknown} bash tools/device/final_table.sh
+  cp .devcarry/cuda-shape/cubeforge-gen /tmp/cfg
+fi
 export RUN_LOG_DIR=/tmp/s49-knobs
 mkdir -p "$RUN_LOG_DIR"
 CONFIGS=("BASE=1" "CUBEFORGE_GPT_CARVEOUT=driver" "CUBEFORGE_GPT_MLP_SLOTS=6" "CUBEFORGE_GPT_EARLY_TRIG=3")
+[ "${QUICK:-0}" = 1 ] && CONFIGS=("BASE=1" "CUBEFORGE_GPT_CARVEOUT=driver")
 for r in 1 2; do
   for m in v0.1 v0.5; do
     for c in "${CONFIGS[@]}"; do
-      if [ $(( $(date +%s) - T0 )) -gt "$DEADLINE" ]; then echo "deadline: stopped before round $r $m $c"; exit 0; fi
+      if [ $(( $(date +%s) - T0 )) -gt "$DEADLINE" ]; then echo "deadline: stopped before round $r $m $c"; break 3; fi
       name="r${r}_${m}_${c%%=*}"
       ( export "$c"; run "$name" 60 /tmp/cfg bench --synthetic "$m" --quick --batches 1,4 --reps 2 ) > /dev/null
       echo "round $r $m $c: $(tpot_line "$RUN_LOG_DIR/$name.log")"
