@@ -25,7 +25,7 @@ else
   cp .devcarry/cuda-shape/cubeforge-gen /tmp/cfg
 fi
 export RUN_LOG_DIR=/tmp/s49-knobs
-mkdir -p "$RUN_LOG_DIR"
+rm -rf "$RUN_LOG_DIR"; mkdir -p "$RUN_LOG_DIR"  # a warm machine keeps /tmp: no earlier call's logs
 CONFIGS=("BASE=1" "CUBEFORGE_GPT_CARVEOUT=driver" "CUBEFORGE_GPT_MLP_SLOTS=6" "CUBEFORGE_GPT_EARLY_TRIG=3")
 [ "${QUICK:-0}" = 1 ] && CONFIGS=("BASE=1" "CUBEFORGE_GPT_CARVEOUT=driver")
 for r in 1 2; do
